@@ -1,0 +1,38 @@
+"""symdiff: exact derivatives of ordinary numerical Python, compiled with Numba.
+
+The public transforms follow JAX's signatures::
+
+    import symdiff
+
+    @symdiff.grad(argnums=(0, 1))
+    def f(x, y):
+        return x * y + y ** 2
+
+    f(1.0, 2.0)     # (2.0, 5.0)
+    print(f.source)  # the generated kernel
+"""
+
+__version__ = "0.1.0"
+
+from symdiff.api import grad, jit, value_and_grad  # noqa: E402
+from symdiff.compiled import Compiled  # noqa: E402
+from symdiff.errors import (  # noqa: E402
+    ArgumentError,
+    OutputError,
+    SourceUnavailableError,
+    SymdiffError,
+    TranslationError,
+)
+
+__all__ = [
+    "ArgumentError",
+    "Compiled",
+    "OutputError",
+    "SourceUnavailableError",
+    "SymdiffError",
+    "TranslationError",
+    "__version__",
+    "grad",
+    "jit",
+    "value_and_grad",
+]

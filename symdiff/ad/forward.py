@@ -1,0 +1,35 @@
+"""Forward mode: tangents propagated in topological order from the same table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from symdiff.ir.build import ZERO, add, mul
+from symdiff.ir.node import Node, topological
+from symdiff.rules import partials
+
+
+def jvp_graph(
+    outputs: Sequence[Node], tangents: Sequence[tuple[Node, Node]]
+) -> tuple[Node, ...]:
+    """Tangents of ``outputs`` given ``(param, param_dot)`` pairs.
+
+    Inactive paths carry the symbolic zero (absent from the table), so they cost
+    nothing.
+    """
+    dot: dict[Node, Node] = dict(tangents)
+    for node in topological(outputs):
+        if node in dot or not node.args:
+            continue
+        arg_dots = [dot.get(a) for a in node.args]
+        if all(d is None for d in arg_dots):
+            continue
+        total: Node | None = None
+        for arg_dot, partial in zip(arg_dots, partials(node), strict=True):
+            if arg_dot is None or partial is None:
+                continue
+            term = mul(partial, arg_dot)
+            total = term if total is None else add(total, term)
+        if total is not None:
+            dot[node] = total
+    return tuple(dot.get(out, ZERO) for out in outputs)

@@ -1,0 +1,136 @@
+"""Reverse mode: the dynamic-programming table of adjoints (seed 001, section 13).
+
+``adj[n]`` is d(output)/d(n).  It is computed lazily: the sweep walks the output's
+ancestors in reverse topological order, but only *active* nodes (those that depend on
+a requested input) get an entry, so data that no requested input reaches costs
+nothing.  Each node's adjoint is the sum of its consumers' contributions
+``adj[consumer] * partial``, built with the smart constructors, so the backward graph
+reuses forward nodes (the adjoint of ``exp(y)`` multiplies by the node ``exp(y)``
+itself) and hash-consing shares repeated subexpressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from symdiff.ir.build import ONE, ZERO, add, div, mul
+from symdiff.ir.node import Node, topological
+from symdiff.rules import partials
+
+#: How deep :func:`_factors` looks into products; keeps accumulation O(1) per term.
+_FACTOR_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Adjoints:
+    """Result of a reverse sweep.
+
+    Attributes
+    ----------
+    grads : tuple of Node
+        d(output)/d(wrt[i]) for each requested input (the constant 0 if inactive).
+    table : dict
+        The adjoint of every active node, for naming (``v_bar``) and inspection.
+    """
+
+    grads: tuple[Node, ...]
+    table: dict[Node, Node]
+
+
+def active_nodes(order: Sequence[Node], wrt: Sequence[Node]) -> set[Node]:
+    """Nodes of ``order`` that depend on some node of ``wrt``."""
+    active = set(wrt)
+    for node in order:
+        if node not in active and any(a in active for a in node.args):
+            active.add(node)
+    return active
+
+
+def vjp_graph(seeds: Sequence[tuple[Node, Node]], wrt: Sequence[Node]) -> Adjoints:
+    """Build the adjoint graph of ``sum_k <seed_k, out_k>`` with respect to ``wrt``.
+
+    Parameters
+    ----------
+    seeds : sequence of (output, cotangent) pairs
+        For ``grad`` of a scalar function: ``[(out, ONE)]``.
+    wrt : sequence of Node
+        The parameter nodes to differentiate with respect to.
+    """
+    outputs = [out for out, _ in seeds]
+    order = topological(outputs)
+    active = active_nodes(order, wrt)
+    terms: dict[Node, list[Node]] = {}
+    for out, seed in seeds:
+        if out in active:
+            terms.setdefault(out, []).append(seed)
+    table: dict[Node, Node] = {}
+    for node in reversed(order):
+        contributions = terms.pop(node, None)
+        if not contributions:
+            continue
+        g = accumulate(contributions)
+        table[node] = g
+        if not node.args:
+            continue
+        for arg, partial in zip(node.args, partials(node), strict=True):
+            if partial is not None and arg in active:
+                terms.setdefault(arg, []).append(mul(g, partial))
+    grads = tuple(table.get(w, ZERO) for w in wrt)
+    return Adjoints(grads, table)
+
+
+def _factors(term: Node) -> tuple[list[Node], list[Node]]:
+    """Split a product/quotient into numerator and denominator factors (shallowly)."""
+    num: list[Node] = []
+    den: list[Node] = []
+    stack = [(term, True, 0)]
+    while stack:
+        node, up, depth = stack.pop()
+        if depth < _FACTOR_DEPTH and node.op == "mul":
+            stack.append((node.args[1], up, depth + 1))
+            stack.append((node.args[0], up, depth + 1))
+        elif depth < _FACTOR_DEPTH and node.op == "div":
+            stack.append((node.args[1], not up, depth + 1))
+            stack.append((node.args[0], up, depth + 1))
+        else:
+            (num if up else den).append(node)
+    return num, den
+
+
+def _product(num: list[Node], den: list[Node]) -> Node:
+    result: Node | None = None
+    for f in num:
+        result = f if result is None else mul(result, f)
+    for f in den:
+        result = div(result if result is not None else ONE, f)
+    return result if result is not None else ONE
+
+
+def accumulate(contributions: list[Node]) -> Node:
+    """Sum adjoint contributions, factoring out a common multiplicative factor.
+
+    ``g*a*p + g*b*q`` becomes ``g*(a*p + b*q)``: one multiplication instead of two.
+    Consumers of a node often share their adjoint's factors (all the partials of a
+    product carry the product's adjoint), so this keeps the backward pass near the
+    cost of the forward pass (seed 003's cheap-gradient principle).
+    """
+    if len(contributions) == 1:
+        return contributions[0]
+    split = [_factors(t) for t in contributions]
+    common: list[Node] = []
+    for factor in list(split[0][0]):
+        if factor.op == "const" or not all(factor in num for num, _ in split[1:]):
+            continue
+        common.append(factor)
+        for num, _ in split:
+            num.remove(factor)
+    if not common:
+        total = contributions[0]
+        for term in contributions[1:]:
+            total = add(total, term)
+        return total
+    total = _product(*split[0])
+    for num, den in split[1:]:
+        total = add(total, _product(num, den))
+    return mul(_product(common, []), total)

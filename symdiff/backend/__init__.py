@@ -1,0 +1,1 @@
+"""Code generation: statements to Python/Numba source, and compilation."""

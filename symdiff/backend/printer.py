@@ -1,0 +1,176 @@
+"""The printer: one class owns the text of generated code.
+
+An op table maps each op to a template and a precedence; ``parenthesize`` adds
+parentheses only where Python needs them, so the output reads like hand-written
+code.  Modules used (``math``, ``np``) are recorded while printing and become the
+module's imports.  Targets differ only in the wrapper printed around the same body
+(DESIGN.md section 8).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from symdiff.ir.node import Node
+from symdiff.opt.schedule import Schedule
+
+# Python operator precedence, loosest first.
+P_IFEXP, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_UNARY, P_POW, P_ATOM = range(10)
+
+# fmt: off
+#: op -> (template, precedence, parenthesise-left-at, parenthesise-right-at).
+#: An operand is wrapped when its precedence is below the given threshold.
+TEMPLATES: dict[str, tuple[str, int, int, int]] = {
+    "float":    ("float({0})",         P_ATOM,  0,        0),
+    "add":      ("{0} + {1}",          P_ADD,   P_ADD,    P_ADD + 1),
+    "sub":      ("{0} - {1}",          P_ADD,   P_ADD,    P_ADD + 1),
+    "mul":      ("{0} * {1}",          P_MUL,   P_MUL,    P_MUL + 1),
+    "div":      ("{0} / {1}",          P_MUL,   P_MUL,    P_MUL + 1),
+    "floordiv": ("{0} // {1}",         P_MUL,   P_MUL,    P_MUL + 1),
+    "mod":      ("{0} % {1}",          P_MUL,   P_MUL,    P_MUL + 1),
+    "pow":      ("{0} ** {1}",         P_POW,   P_POW + 1, P_UNARY),
+    "neg":      ("-{0}",               P_UNARY, P_UNARY,  0),
+    "abs":      ("abs({0})",           P_ATOM,  0,        0),
+    "sign":     ("np.sign({0})",       P_ATOM,  0,        0),
+    "floor":    ("np.floor({0})",      P_ATOM,  0,        0),
+    "ceil":     ("np.ceil({0})",       P_ATOM,  0,        0),
+    "max":      ("max({0}, {1})",      P_ATOM,  0,        0),
+    "min":      ("min({0}, {1})",      P_ATOM,  0,        0),
+    "copysign": ("math.copysign({0}, {1})", P_ATOM, 0,    0),
+    "exp":      ("math.exp({0})",      P_ATOM,  0,        0),
+    "expm1":    ("math.expm1({0})",    P_ATOM,  0,        0),
+    "log":      ("math.log({0})",      P_ATOM,  0,        0),
+    "log1p":    ("math.log1p({0})",    P_ATOM,  0,        0),
+    "log2":     ("math.log2({0})",     P_ATOM,  0,        0),
+    "log10":    ("math.log10({0})",    P_ATOM,  0,        0),
+    "sqrt":     ("math.sqrt({0})",     P_ATOM,  0,        0),
+    "sin":      ("math.sin({0})",      P_ATOM,  0,        0),
+    "cos":      ("math.cos({0})",      P_ATOM,  0,        0),
+    "tan":      ("math.tan({0})",      P_ATOM,  0,        0),
+    "asin":     ("math.asin({0})",     P_ATOM,  0,        0),
+    "acos":     ("math.acos({0})",     P_ATOM,  0,        0),
+    "atan":     ("math.atan({0})",     P_ATOM,  0,        0),
+    "sinh":     ("math.sinh({0})",     P_ATOM,  0,        0),
+    "cosh":     ("math.cosh({0})",     P_ATOM,  0,        0),
+    "tanh":     ("math.tanh({0})",     P_ATOM,  0,        0),
+    "asinh":    ("math.asinh({0})",    P_ATOM,  0,        0),
+    "acosh":    ("math.acosh({0})",    P_ATOM,  0,        0),
+    "atanh":    ("math.atanh({0})",    P_ATOM,  0,        0),
+    "erf":      ("math.erf({0})",      P_ATOM,  0,        0),
+    "erfc":     ("math.erfc({0})",     P_ATOM,  0,        0),
+    "atan2":    ("math.atan2({0}, {1})", P_ATOM, 0,       0),
+    "hypot":    ("math.hypot({0}, {1})", P_ATOM, 0,       0),
+    "lt":       ("{0} < {1}",          P_CMP,   P_CMP + 1, P_CMP + 1),
+    "le":       ("{0} <= {1}",         P_CMP,   P_CMP + 1, P_CMP + 1),
+    "gt":       ("{0} > {1}",          P_CMP,   P_CMP + 1, P_CMP + 1),
+    "ge":       ("{0} >= {1}",         P_CMP,   P_CMP + 1, P_CMP + 1),
+    "eq":       ("{0} == {1}",         P_CMP,   P_CMP + 1, P_CMP + 1),
+    "ne":       ("{0} != {1}",         P_CMP,   P_CMP + 1, P_CMP + 1),
+    "and":      ("{0} and {1}",        P_AND,   P_AND,    P_AND + 1),
+    "or":       ("{0} or {1}",         P_OR,    P_OR,     P_OR + 1),
+    "not":      ("not {0}",            P_NOT,   P_NOT,    0),
+    # select(c, a, b) prints as ``a if c else b``: operands in template order.
+    "select":   ("{1} if {0} else {2}", P_IFEXP, P_OR,    P_OR),
+}
+# fmt: on
+
+_MODULES = {"math.": "import math", "np.": "import numpy as np"}
+
+
+class Printer:
+    """Prints a :class:`Schedule` as the source of one Python function."""
+
+    indent = "    "
+
+    def __init__(self) -> None:
+        self.imports: set[str] = set()
+
+    # -- expressions ---------------------------------------------------------------
+    def constant(self, value: Any) -> tuple[str, int]:
+        if isinstance(value, bool) or isinstance(value, int):
+            text = repr(value)
+        elif math.isnan(value):
+            self.imports.add(_MODULES["math."])
+            return "math.nan", P_ATOM
+        elif math.isinf(value):
+            self.imports.add(_MODULES["math."])
+            text = "math.inf" if value > 0 else "-math.inf"
+        else:
+            text = repr(value)
+        return text, (P_UNARY if text.startswith("-") else P_ATOM)
+
+    def expr(self, node: Node, names: Mapping[Node, str]) -> tuple[str, int]:
+        """``node`` as an expression: its name if it has one, else inlined.
+
+        Inlined subtrees hold at most ``MAX_INLINE`` ops (see the scheduler), so
+        this recursion is shallow whatever the size of the user's graph.
+        """
+        if node in names:
+            return names[node], P_ATOM
+        return self.definition(node, names)
+
+    def definition(self, node: Node, names: Mapping[Node, str]) -> tuple[str, int]:
+        """``node``'s own expression (its arguments by name or inlined)."""
+        if node.op == "const":
+            return self.constant(node.value)
+        template, prec, left, right = TEMPLATES[node.op]
+        parts = []
+        for i, arg in enumerate(node.args):
+            text, arg_prec = self.expr(arg, names)
+            threshold = left if (i == 0 or node.op == "select") else right
+            if node.op == "select" and i == 0:
+                threshold = P_OR
+            if arg_prec < threshold:
+                text = f"({text})"
+            parts.append(text)
+        for prefix, line in _MODULES.items():
+            if template.startswith(prefix):
+                self.imports.add(line)
+        return template.format(*parts), prec
+
+    def text(self, node: Node, names: Mapping[Node, str]) -> str:
+        return self.expr(node, names)[0]
+
+    # -- a whole function ------------------------------------------------------------
+    def structure(self, value: Any, names: Mapping[Node, str]) -> str:
+        """A (nested) tuple of nodes as a return expression."""
+        if isinstance(value, Node):
+            return self.text(value, names)
+        items = [self.structure(v, names) for v in value]
+        if len(items) == 1:
+            return f"({items[0]},)"
+        return "(" + ", ".join(items) + ")"
+
+    def function(
+        self,
+        name: str,
+        sched: Schedule,
+        returns: Any,
+        header: Sequence[str] = (),
+        sections: Mapping[int, str] | None = None,
+    ) -> str:
+        """The module source: header comments, imports, then ``def name(...)``.
+
+        ``sections`` maps a statement index to a comment printed before it
+        (``# backward``).
+        """
+        sections = sections or {}
+        params = ", ".join(sched.names[p] for p in sched.params)
+        body = []
+        for i, (target, node) in enumerate(sched.statements):
+            if i in sections:
+                body.append(f"{self.indent}# {sections[i]}")
+            text = self.definition(node, sched.names)[0]
+            body.append(f"{self.indent}{target} = {text}")
+        if isinstance(returns, tuple) and len(returns) > 1:
+            # `return a, b` rather than `return (a, b)`
+            ret = ", ".join(self.structure(v, sched.names) for v in returns)
+        else:
+            ret = self.structure(returns, sched.names)
+        body.append(f"{self.indent}return {ret}")
+        lines = [f"# {h}" for h in header]
+        lines += sorted(self.imports)
+        lines += ["", "", f"def {name}({params}):", *body]
+        return "\n".join(lines) + "\n"

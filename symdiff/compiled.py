@@ -1,0 +1,212 @@
+"""The object a transform returns: callable, inspectable, specialised per signature."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from symdiff.errors import ArgumentError
+from symdiff.kernel import Kernel, Spec, build_kernel
+
+TARGETS = ("cpu", "python")
+
+_FLOAT_TYPES = (float, np.float64)
+
+
+def _dtype_of(value: object) -> str | None:
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int64"
+    if isinstance(value, (float, np.floating)):
+        return "float64"
+    return None
+
+
+class Compiled:
+    """A compiled transform of a Python function.
+
+    Calling it runs a Numba kernel specialised to the argument types (Python
+    ``float``, ``int``, ``bool`` and NumPy scalars); kernels are built on first use of
+    a signature and reused.  The generated code can be read (:attr:`source`), the IR
+    listed (:attr:`ir`) and the result shown symbolically (:meth:`latex`).
+    """
+
+    def __init__(self, fun: Callable[..., Any], spec: Spec, target: str = "cpu"):
+        if isinstance(fun, Compiled):
+            if fun._spec.kind != "jit":
+                raise ArgumentError(
+                    f"cannot apply {spec.kind} to the {fun._spec.kind} of "
+                    f"`{fun.__name__}`: higher-order derivatives are not supported "
+                    "yet (symdiff.hessian is planned)"
+                )
+            fun = fun._fun
+        if not callable(fun):
+            raise ArgumentError(
+                f"{spec.kind} expects a function, got a `{type(fun).__name__}`"
+            )
+        if target not in TARGETS:
+            raise ArgumentError(
+                f"unknown target {target!r}: choose one of {', '.join(TARGETS)}"
+                " (parallel and cuda are planned)"
+            )
+        self._fun = fun
+        self._spec = spec
+        self._target = target
+        self._kernels: dict[tuple[type, ...], Callable[..., Any]] = {}
+        self._by_dtypes: dict[tuple[str, ...], Kernel] = {}
+        self._last: Kernel | None = None
+        self._signature = self._check_function(fun)
+        self._nparams = len(self._signature.parameters)
+        functools.update_wrapper(self, fun)
+        if spec.kind == "jit":
+            # Calls to a jitted helper inside another symdiff function are inlined.
+            self.__symdiff_function__ = fun
+
+    def _check_function(self, fun: Callable[..., Any]) -> inspect.Signature:
+        if not isinstance(fun, types.FunctionType):
+            from symdiff.frontend.source import function_source
+
+            function_source(fun)  # raises the clear "no source" error
+        sig = inspect.signature(fun)
+        n = len(sig.parameters)
+        for i in self._spec.wrt:
+            if not -n <= i < n:
+                raise ArgumentError(
+                    f"argnums {self._spec.argnums!r} is out of range for "
+                    f"`{fun.__name__}`, which takes {n} argument{'s' * (n != 1)}"
+                )
+        return sig
+
+    # -- calling --------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != self._nparams:
+            args = self._bind(args, kwargs)
+        fn = self._kernels.get(tuple(map(type, args)))
+        if fn is None:
+            fn = self._specialise(args)
+        return fn(*args)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ArgumentError(
+                f"{self.__name__}{self._signature}: {exc}"
+            ) from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    def _dtypes(self, args: tuple[Any, ...]) -> tuple[tuple[str, ...], list[int]]:
+        """The IR dtype per argument, and the positions that need a float cast."""
+        names = list(self._signature.parameters)
+        wrt = {i % len(args) for i in self._spec.wrt} if self._spec.kind != "jit" \
+            else set()
+        dtypes, casts = [], []
+        for i, value in enumerate(args):
+            dtype = _dtype_of(value)
+            if dtype is None:
+                kind = type(value).__name__
+                raise ArgumentError(
+                    f"argument `{names[i]}` of `{self.__name__}` is a `{kind}`; "
+                    "symdiff compiles functions of scalars: pass a float, an int or "
+                    "a bool (array arguments are planned)"
+                )
+            if i in wrt:
+                if dtype == "bool":
+                    raise ArgumentError(
+                        f"cannot differentiate with respect to `{names[i]}`: it is a "
+                        "bool"
+                    )
+                if not isinstance(value, _FLOAT_TYPES):
+                    casts.append(i)
+                dtype = "float64"
+            dtypes.append(dtype)
+        return tuple(dtypes), casts
+
+    def _specialise(self, args: tuple[Any, ...]) -> Callable[..., Any]:
+        dtypes, casts = self._dtypes(args)
+        kernel = self._kernel(dtypes)
+        fn = kernel.compiled
+        if casts:
+            inner = fn
+
+            def fn(*a: Any) -> Any:
+                return inner(*(float(v) if i in casts else v for i, v in enumerate(a)))
+
+        self._kernels[tuple(map(type, args))] = fn
+        return fn
+
+    def _kernel(self, dtypes: tuple[str, ...] | None = None) -> Kernel:
+        if dtypes is None:
+            if self._last is not None:
+                return self._last
+            dtypes = ("float64",) * self._nparams
+        kernel = self._by_dtypes.get(dtypes)
+        if kernel is None:
+            kernel = build_kernel(self._fun, self._spec, dtypes,  # type: ignore[arg-type]
+                                  jit=self._target == "cpu")
+            self._by_dtypes[dtypes] = kernel
+        self._last = kernel
+        return kernel
+
+    # -- inspection -----------------------------------------------------------------
+    @property
+    def kernel(self) -> Kernel:
+        """The most recently used kernel (built for float arguments if none yet)."""
+        return self._kernel()
+
+    @property
+    def source(self) -> str:
+        """The generated Python/Numba source of the kernel."""
+        return self.kernel.source
+
+    @property
+    def ir(self) -> str:
+        """The kernel's DAG as a numbered SSA listing."""
+        return self.kernel.ir
+
+    @property
+    def op_counts(self) -> dict[str, int]:
+        """Operations in the kernel by kind; ``total`` = arithmetic + transcendental."""
+        return self.kernel.op_counts
+
+    @property
+    def python(self) -> Callable[..., Any]:
+        """The generated function, not compiled by Numba (for debugging)."""
+        return self.kernel.python
+
+    def to_sympy(self) -> Any:
+        """The kernel's outputs as SymPy expressions (same structure as the result)."""
+        from symdiff.symbolic import to_sympy
+
+        kernel = self.kernel
+        return to_sympy(kernel.returns)
+
+    def latex(self) -> str:
+        """The outputs in LaTeX, one ``name = expression`` per line."""
+        import sympy
+
+        from symdiff.symbolic import to_sympy
+
+        kernel = self.kernel
+        exprs = to_sympy(kernel.outputs)
+        lines = []
+        for name, expr in zip(kernel.output_names, exprs, strict=True):
+            label = name
+            if name.endswith("_bar"):
+                label = (rf"\frac{{\partial {kernel.traced.name}}}"
+                         rf"{{\partial {sympy.latex(sympy.Symbol(name[:-4]))}}}")
+            lines.append(f"{label} = {sympy.latex(expr)}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<symdiff {self._spec.kind} of {self.__name__}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)

@@ -1,0 +1,170 @@
+"""Which Python callables the frontend understands, and the IR each one builds.
+
+Calls are resolved to live objects (``math.exp``, ``numpy.exp``, the builtin ``max``)
+before they are looked up here, so ``from math import exp as e`` and
+``import numpy as xp`` work like the plain spellings.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from symdiff.ir.build import ONE, apply, div, mul, pow_, to_float
+from symdiff.ir.node import Node, constant
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A callable symdiff can translate: its arity range and its IR builder."""
+
+    name: str
+    min_args: int
+    max_args: int | None
+    build: Callable[..., Node]
+
+
+def _op(op: str) -> Callable[..., Node]:
+    return lambda *args: apply(op, *args)
+
+
+def _fold(op: str) -> Callable[..., Node]:
+    """``max(a, b, c)`` as ``max(max(a, b), c)``."""
+
+    def build(*args: Node) -> Node:
+        result = args[0]
+        for arg in args[1:]:
+            result = apply(op, result, arg)
+        return result
+
+    return build
+
+
+_UNARY_OPS = {
+    "exp": ("exp",),
+    "expm1": ("expm1",),
+    "log": ("log",),
+    "log1p": ("log1p",),
+    "log2": ("log2",),
+    "log10": ("log10",),
+    "sqrt": ("sqrt",),
+    "sin": ("sin",),
+    "cos": ("cos",),
+    "tan": ("tan",),
+    "asin": ("asin", "arcsin"),
+    "acos": ("acos", "arccos"),
+    "atan": ("atan", "arctan"),
+    "sinh": ("sinh",),
+    "cosh": ("cosh",),
+    "tanh": ("tanh",),
+    "asinh": ("asinh", "arcsinh"),
+    "acosh": ("acosh", "arccosh"),
+    "atanh": ("atanh", "arctanh"),
+    "erf": ("erf",),
+    "erfc": ("erfc",),
+    "floor": ("floor",),
+    "ceil": ("ceil",),
+    "sign": ("sign",),
+    "abs": ("fabs", "absolute", "abs"),
+}
+
+_BINARY_OPS = {
+    "atan2": ("atan2", "arctan2"),
+    "hypot": ("hypot",),
+    "copysign": ("copysign",),
+    "pow": ("pow", "power"),
+    "max": ("maximum", "fmax"),
+    "min": ("minimum", "fmin"),
+}
+
+
+def _log_base(x: Node, base: Node | None = None) -> Node:
+    if base is None:
+        return apply("log", x)
+    return div(apply("log", x), apply("log", base))
+
+
+def _table() -> dict[int, Builtin]:
+    table: dict[int, Builtin] = {}
+
+    def add(obj: object, entry: Builtin) -> None:
+        if obj is not None:
+            table[id(obj)] = entry
+
+    for op, names in _UNARY_OPS.items():
+        for module in (math, np):
+            for name in names:
+                obj = getattr(module, name, None)
+                if callable(obj):
+                    add(obj, Builtin(f"{module.__name__}.{name}", 1, 1, _op(op)))
+    for op, names in _BINARY_OPS.items():
+        for module in (math, np):
+            for name in names:
+                obj = getattr(module, name, None)
+                if callable(obj):
+                    build = pow_ if op == "pow" else _op(op)
+                    add(obj, Builtin(f"{module.__name__}.{name}", 2, 2, build))
+    add(math.log, Builtin("math.log", 1, 2, _log_base))
+    add(np.square, Builtin("numpy.square", 1, 1, lambda x: mul(x, x)))
+    add(np.reciprocal, Builtin("numpy.reciprocal", 1, 1, lambda x: div(ONE, x)))
+    def exp2(x: Node) -> Node:
+        return pow_(constant(2.0), x)
+
+    add(np.exp2, Builtin("numpy.exp2", 1, 1, exp2))
+    add(getattr(math, "exp2", None), Builtin("math.exp2", 1, 1, exp2))
+    rad = constant(math.pi / 180.0)
+    deg = constant(180.0 / math.pi)
+    for name, factor in (("radians", rad), ("deg2rad", rad), ("degrees", deg),
+                         ("rad2deg", deg)):
+        for module in (math, np):
+            obj = getattr(module, name, None)
+            if callable(obj):
+                add(obj, Builtin(f"{module.__name__}.{name}", 1, 1,
+                                 lambda x, f=factor: mul(f, x)))
+    add(builtins.abs, Builtin("abs", 1, 1, _op("abs")))
+    add(builtins.max, Builtin("max", 2, None, _fold("max")))
+    add(builtins.min, Builtin("min", 2, None, _fold("min")))
+    add(builtins.pow, Builtin("pow", 2, 2, pow_))
+    add(builtins.float, Builtin("float", 1, 1, to_float))
+    return table
+
+
+_TABLE = _table()
+
+
+def lookup(obj: object) -> Builtin | None:
+    """The :class:`Builtin` for a live callable, or None if symdiff lacks it."""
+    entry = _TABLE.get(id(obj))
+    if entry is None:
+        special = _scipy_special(obj)
+        if special is not None:
+            return special
+    return entry
+
+
+def _scipy_special(obj: object) -> Builtin | None:
+    # scipy is optional: only consulted when the user's code already imported it.
+    import sys
+
+    module = sys.modules.get("scipy.special")
+    if module is None:
+        return None
+    for name in ("erf", "erfc", "expit"):
+        if getattr(module, name, None) is obj:
+            if name == "expit":
+                return Builtin("scipy.special.expit", 1, 1, _expit)
+            return Builtin(f"scipy.special.{name}", 1, 1, _op(name))
+    return None
+
+
+def _expit(x: Node) -> Node:
+    return div(ONE, apply("add", ONE, apply("exp", apply("neg", x))))
+
+
+def supported_names() -> list[str]:
+    """Sorted names of every supported callable, for error messages and docs."""
+    return sorted({entry.name for entry in _TABLE.values()})

@@ -1,0 +1,334 @@
+"""Lowering Python expressions to IR, iteratively.
+
+Expressions are walked with an explicit stack (post-order), never by recursion: a
+user's ``a + a + ... + a`` with ten thousand terms is a left-deep AST that would
+overflow a recursive visitor.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from symdiff.frontend.callables import lookup
+from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.ir import build as B
+from symdiff.ir.node import Node, constant
+
+if TYPE_CHECKING:
+    from symdiff.frontend.lower import Frame
+
+_BINOPS: dict[type, Callable[[Node, Node], Node]] = {
+    ast.Add: B.add,
+    ast.Sub: B.sub,
+    ast.Mult: B.mul,
+    ast.Div: B.div,
+    ast.Pow: B.pow_,
+    ast.FloorDiv: lambda a, b: B.apply("floordiv", a, b),
+    ast.Mod: lambda a, b: B.apply("mod", a, b),
+}
+
+_COMPARE = {
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+}
+
+_OP_SYMBOLS = {
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.Invert: "~",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
+
+# Expression kinds symdiff rejects, with what to write instead.
+UNSUPPORTED_EXPRESSIONS: dict[type, tuple[str, str]] = {
+    ast.Lambda: ("a `lambda` inside the function", "define a helper with `def`"),
+    ast.ListComp: ("a list comprehension", "write the elements out as a tuple"),
+    ast.SetComp: ("a set comprehension", "write the elements out as a tuple"),
+    ast.DictComp: ("a dict comprehension", "pass the values as arguments"),
+    ast.GeneratorExp: ("a generator expression", "write the terms out: `a + b + c`"),
+    ast.Dict: ("a dict", "pass the values as separate arguments"),
+    ast.Set: ("a set", "use a tuple"),
+    ast.List: ("a list", "use a tuple: `(a, b)`"),
+    ast.JoinedStr: ("an f-string", "strings have no derivative; remove it"),
+    ast.Starred: ("`*` unpacking", "pass the arguments one by one"),
+    ast.Await: ("`await`", "differentiate a plain (non-async) function"),
+    ast.Yield: ("`yield`", "return a value instead"),
+    ast.YieldFrom: ("`yield from`", "return a value instead"),
+    ast.Slice: ("a slice", "index tuples with constant integers"),
+}
+
+
+def python_value(obj: Any) -> Value:
+    """A Python object met in the user's code, as a lowering value."""
+    if isinstance(obj, (bool, np.bool_)):
+        return constant(bool(obj))
+    if isinstance(obj, (int, np.integer)):
+        return constant(int(obj))
+    if isinstance(obj, (float, np.floating)):
+        return constant(float(obj))
+    if isinstance(obj, tuple):
+        return tuple(python_value(o) for o in obj)
+    return Static(obj)
+
+
+class ExpressionLowering:
+    """Mixin of :class:`symdiff.frontend.lower.Lowerer`: expressions to values."""
+
+    frame: Frame
+    hints: dict[Node, str]
+    poison: Node
+    error: Callable[..., Node]
+    inline: Callable[..., Value]
+    assign: Callable[..., None]
+
+    # -- the walk ---------------------------------------------------------------
+    def expr(self, root: ast.expr, test: bool = False) -> Value:
+        """Lower one expression; ``test`` marks a condition (``if``/``while`` test)."""
+        tests = {id(root)} if test else set()
+        results: dict[int, Value] = {}
+        stack: list[tuple[ast.expr, bool]] = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            children = self._children(node, tests)
+            if not ready:
+                stack.append((node, True))
+                stack.extend((child, False) for child in reversed(children))
+                continue
+            values = [results.pop(id(child)) for child in children]
+            results[id(node)] = self._combine(node, values, id(node) in tests)
+        return results[id(root)]
+
+    def _children(self, node: ast.expr, tests: set[int]) -> list[ast.expr]:
+        if isinstance(node, ast.BinOp):
+            return [node.left, node.right]
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not):
+                tests.add(id(node.operand))
+            return [node.operand]
+        if isinstance(node, ast.BoolOp):
+            if id(node) in tests:
+                tests.update(id(v) for v in node.values)
+            return list(node.values)
+        if isinstance(node, ast.Compare):
+            return [node.left, *node.comparators]
+        if isinstance(node, ast.IfExp):
+            tests.add(id(node.test))
+            return [node.test, node.body, node.orelse]
+        if isinstance(node, ast.Call):
+            return [node.func, *node.args, *(k.value for k in node.keywords)]
+        if isinstance(node, ast.Attribute):
+            return [node.value]
+        if isinstance(node, ast.Subscript):
+            return [node.value, node.slice]
+        if isinstance(node, ast.Tuple):
+            return list(node.elts)
+        if isinstance(node, ast.NamedExpr):
+            return [node.value]
+        return []
+
+    def _combine(self, node: ast.expr, values: list[Value], test: bool) -> Value:
+        handler = getattr(self, "_expr_" + type(node).__name__, None)
+        if handler is None:
+            what, hint = UNSUPPORTED_EXPRESSIONS.get(
+                type(node), (f"`{type(node).__name__}` expressions", "")
+            )
+            return self.error(node, f"{what} is not supported", hint)
+        if any(v is self.poison for v in values):
+            return self.poison  # already reported; do not pile up follow-on errors
+        return handler(node, values, test)
+
+    # -- helpers ----------------------------------------------------------------
+    def scalar(self, node: ast.AST, value: Value, what: str = "this value") -> Node:
+        """``value`` as a number node, or a diagnostic."""
+        if isinstance(value, Node):
+            return value
+        if isinstance(value, Undefined):
+            return self.error(node, f"`{value.name}` may be undefined here", (
+                f"it is assigned on only some paths through the `if` at line "
+                f"{value.line}; assign it before the `if` too"))
+        if isinstance(value, tuple):
+            return self.error(node, f"{what} is a tuple, where a number is needed",
+                              "unpack it first: `a, b = pair`")
+        kind = type(value.obj).__name__
+        return self.error(node, f"{what} is a `{kind}`, where a number is needed",
+                          "only numbers (and tuples of numbers) can be differentiated")
+
+    def merge(self, node: ast.AST, cond: Node, a: Value, b: Value) -> Value:
+        """``a if cond else b`` for any values: element-wise for tuples."""
+        if cond.op == "const":
+            return a if cond.value else b
+        if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+            return tuple(self.merge(node, cond, x, y) for x, y in zip(a, b, strict=True))
+        if isinstance(a, Node) and isinstance(b, Node):
+            return B.select(cond, a, b)
+        if isinstance(a, Static) and isinstance(b, Static) and a.obj is b.obj:
+            return a
+        if isinstance(a, Undefined):
+            return a
+        if isinstance(b, Undefined):
+            return b
+        return self.error(node, "the two branches give values of different kinds "
+                          "(a number and a tuple, or tuples of different lengths)",
+                          "make both branches produce the same structure")
+
+    # -- one method per expression kind ------------------------------------------
+    def _expr_Constant(self, node: ast.Constant, values: list[Value], test: bool) -> Value:
+        if isinstance(node.value, complex):
+            return self.error(node, "complex numbers are not supported",
+                              "split into real and imaginary parts")
+        return python_value(node.value)
+
+    def _expr_Name(self, node: ast.Name, values: list[Value], test: bool) -> Value:
+        frame = self.frame
+        if node.id in frame.env:
+            value = frame.env[node.id]
+            if isinstance(value, Undefined):
+                return self.scalar(node, value)
+            return value
+        if node.id in frame.local_names:
+            return self.error(node, f"`{node.id}` is used before it is assigned",
+                              f"assign `{node.id}` before this line")
+        return self.resolve_global(node)
+
+    def resolve_global(self, node: ast.Name) -> Value:
+        fn = self.frame.source.fn
+        code = fn.__code__
+        if node.id in code.co_freevars and fn.__closure__:
+            cell = fn.__closure__[code.co_freevars.index(node.id)]
+            try:
+                return python_value(cell.cell_contents)
+            except ValueError:
+                return self.error(node, f"closure variable `{node.id}` is not set yet")
+        if node.id in fn.__globals__:
+            return python_value(fn.__globals__[node.id])
+        if hasattr(builtins, node.id):
+            return Static(getattr(builtins, node.id))
+        return self.error(node, f"name `{node.id}` is not defined",
+                          "define it at module level, or pass it as an argument")
+
+    def _expr_Attribute(self, node: ast.Attribute, values: list[Value], test: bool) -> Value:
+        (base,) = values
+        if isinstance(base, Static) and isinstance(base.obj, (types.ModuleType, type)):
+            if not hasattr(base.obj, node.attr):
+                name = getattr(base.obj, "__name__", "?")
+                return self.error(node, f"`{name}` has no attribute `{node.attr}`")
+            return python_value(getattr(base.obj, node.attr))
+        return self.error(node, f"attribute `.{node.attr}` is not supported here",
+                          "only module attributes (`math.pi`, `np.exp`) are understood")
+
+    def _expr_BinOp(self, node: ast.BinOp, values: list[Value], test: bool) -> Value:
+        build = _BINOPS.get(type(node.op))
+        if build is None:
+            symbol = _OP_SYMBOLS.get(type(node.op), type(node.op).__name__)
+            hint = "use `*` for scalars" if symbol == "@" else ""
+            return self.error(node, f"operator `{symbol}` is not supported", hint)
+        left = self.scalar(node.left, values[0], "the left operand")
+        right = self.scalar(node.right, values[1], "the right operand")
+        return build(left, right)
+
+    def _expr_UnaryOp(self, node: ast.UnaryOp, values: list[Value], test: bool) -> Value:
+        operand = self.scalar(node.operand, values[0])
+        if isinstance(node.op, ast.USub):
+            return B.neg(operand)
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if isinstance(node.op, ast.Not):
+            return B.logical_not(B.truth(operand))
+        return self.error(node, "operator `~` is not supported",
+                          "use `not` for conditions")
+
+    def _expr_Compare(self, node: ast.Compare, values: list[Value], test: bool) -> Value:
+        operands = [self.scalar(node, v) for v in values]
+        result: Node = B.TRUE
+        for i, op in enumerate(node.ops):
+            name = _COMPARE.get(type(op))
+            if name is None:
+                symbol = _OP_SYMBOLS.get(type(op), type(op).__name__)
+                return self.error(node, f"comparison `{symbol}` is not supported",
+                                  "compare numbers with < <= > >= == !=")
+            result = B.logical_and(result, B.apply(name, operands[i], operands[i + 1]))
+        return result
+
+    def _expr_BoolOp(self, node: ast.BoolOp, values: list[Value], test: bool) -> Value:
+        operands = [self.scalar(node, v) for v in values]
+        if not test and any(o.dtype != "bool" for o in operands):
+            word = "and" if isinstance(node.op, ast.And) else "or"
+            return self.error(node, f"`{word}` on numbers returns one of its operands",
+                              "use `a if cond else b`, or compare explicitly")
+        combine = B.logical_and if isinstance(node.op, ast.And) else B.logical_or
+        result = B.truth(operands[0])
+        for operand in operands[1:]:
+            result = combine(result, B.truth(operand))
+        return result
+
+    def _expr_IfExp(self, node: ast.IfExp, values: list[Value], test: bool) -> Value:
+        cond = B.truth(self.scalar(node.test, values[0], "the condition"))
+        return self.merge(node, cond, values[1], values[2])
+
+    def _expr_Tuple(self, node: ast.Tuple, values: list[Value], test: bool) -> Value:
+        return tuple(values)
+
+    def _expr_Subscript(self, node: ast.Subscript, values: list[Value], test: bool) -> Value:
+        base, index = values
+        if not isinstance(base, tuple):
+            return self.error(node, "indexing is only supported on tuples for now",
+                              "array indexing is planned; unpack tuples with `a, b = t`")
+        if not (isinstance(index, Node) and index.op == "const"
+                and index.dtype == "int64"):
+            return self.error(node.slice, "a tuple index must be a constant integer")
+        i = index.value
+        if not -len(base) <= i < len(base):
+            return self.error(node.slice, f"tuple index {i} is out of range "
+                              f"for a tuple of {len(base)}")
+        return base[i]
+
+    def _expr_NamedExpr(self, node: ast.NamedExpr, values: list[Value], test: bool) -> Value:
+        self.assign(node.target, values[0])
+        return values[0]
+
+    def _expr_Call(self, node: ast.Call, values: list[Value], test: bool) -> Value:
+        callee, args = values[0], values[1 : 1 + len(node.args)]
+        kwargs = dict(zip((k.arg for k in node.keywords), values[1 + len(node.args):],
+                          strict=True))
+        name = ast.unparse(node.func)
+        if not isinstance(callee, Static):
+            return self.error(node.func, f"`{name}` is not a function")
+        obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
+        entry = lookup(obj)
+        if entry is not None:
+            if kwargs or None in kwargs:
+                return self.error(node, f"`{name}` takes no keyword arguments here",
+                                  "pass the arguments by position")
+            n = len(args)
+            if n < entry.min_args or (entry.max_args is not None and n > entry.max_args):
+                want = (str(entry.min_args) if entry.min_args == entry.max_args
+                        else f"at least {entry.min_args}")
+                return self.error(node, f"`{name}` takes {want} argument"
+                                  f"{'s' if want != '1' else ''}, got {n}")
+            nodes = [self.scalar(a, v, f"argument {i + 1} of `{name}`")
+                     for i, (a, v) in enumerate(zip(node.args, args, strict=True))]
+            if any(n is self.poison for n in nodes):
+                return self.poison
+            return entry.build(*nodes)
+        if isinstance(obj, types.FunctionType):
+            return self.inline(node, obj, args, kwargs)
+        return self.error(node.func, f"unknown function `{name}`", (
+            "symdiff understands math/numpy functions (exp, log, sin, ...), "
+            "min/max/abs/pow, and your own Python functions; write this one in Python"))

@@ -1,0 +1,232 @@
+"""Smart constructors: the only way passes build nodes.
+
+They fold constants (NumPy float64 semantics) and apply identities that hold for every
+IEEE value (``x + 0 -> x``, ``x * 1 -> x``, ``--x -> x``).  ``x * 0`` is *not* folded:
+``inf * 0`` is NaN, and gradient checks rely on IEEE results.
+
+Selects get special care.  Piecewise code is if-converted into ``select(c, a, b)``;
+reverse mode then sends ``select(c, g, 0)`` into the taken branch only.  Multiplying
+that by a local partial that is infinite in the *untaken* branch (``sqrt`` at 0) would
+give ``0 * inf = NaN``; pushing the product inside the select instead
+(``select(c, g * p, 0)``) keeps the untaken branch an exact zero.  That is why these
+constructors distribute ``mul``/``div``/``neg``/``add`` over selects with a zero arm.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from symdiff.ir.node import Node, constant, is_one, is_zero, make
+from symdiff.ir.ops import BOOL_OPS, evaluate, result_dtype
+
+TRUE = constant(True)
+FALSE = constant(False)
+ZERO = constant(0.0)
+ONE = constant(1.0)
+
+
+def _to_python(value: Any, dtype: str) -> Any:
+    if dtype == "bool":
+        return bool(value)
+    if dtype == "int64":
+        return int(value)
+    return float(value)
+
+
+def apply(op: str, *args: Node) -> Node:
+    """Build ``op(*args)`` with folding and identities; the generic entry point."""
+    special = _SPECIAL.get(op)
+    if special is not None:
+        return special(*args)
+    return _plain(op, *args)
+
+
+def _plain(op: str, *args: Node) -> Node:
+    dtype = result_dtype(op, [a.dtype for a in args])
+    if args and all(a.op == "const" for a in args):
+        value = evaluate(op, [a.value for a in args])
+        return constant(_to_python(value, dtype))
+    return make(op, args, shape=args[0].shape if args else (), dtype=dtype)
+
+
+def _zero_like(dtype: str) -> Node:
+    return constant(0) if dtype == "int64" else ZERO
+
+
+def _zero_arm(node: Node) -> tuple[Node, Node, bool] | None:
+    """For ``select(c, x, 0)`` return ``(c, x, True)``; for ``select(c, 0, x)``
+    return ``(c, x, False)``; otherwise None."""
+    if node.op != "select":
+        return None
+    c, a, b = node.args
+    if is_zero(b):
+        return c, a, True
+    if is_zero(a):
+        return c, b, False
+    return None
+
+
+def _rearm(cond: Node, value: Node, taken: bool) -> Node:
+    zero = _zero_like(value.dtype)
+    return select(cond, value, zero) if taken else select(cond, zero, value)
+
+
+def add(a: Node, b: Node) -> Node:
+    dtype = result_dtype("add", [a.dtype, b.dtype])
+    if is_zero(b) and a.dtype == dtype:
+        return a
+    if is_zero(a) and b.dtype == dtype:
+        return b
+    za, zb = _zero_arm(a), _zero_arm(b)
+    if za and zb and za[0] is zb[0]:
+        c = za[0]
+        if za[2] == zb[2]:
+            return _rearm(c, add(za[1], zb[1]), za[2])
+        return select(c, za[1], zb[1]) if za[2] else select(c, zb[1], za[1])
+    if b.op == "neg":
+        return sub(a, b.args[0])
+    return _plain("add", a, b)
+
+
+def sub(a: Node, b: Node) -> Node:
+    dtype = result_dtype("sub", [a.dtype, b.dtype])
+    if is_zero(b) and a.dtype == dtype:
+        return a
+    if is_zero(a) and b.dtype == dtype and b.op != "const":
+        return neg(b)
+    if b.op == "neg":
+        return add(a, b.args[0])
+    return _plain("sub", a, b)
+
+
+def mul(a: Node, b: Node) -> Node:
+    dtype = result_dtype("mul", [a.dtype, b.dtype])
+    if is_one(b) and a.dtype == dtype:
+        return a
+    if is_one(a) and b.dtype == dtype:
+        return b
+    if b.op == "const" and a.op != "const":
+        a, b = b, a  # constants first (``2 * x``): one canonical form for CSE
+    if a.op == "const" and a.value == -1 and b.dtype == dtype:
+        return neg(b)
+    for x, y in ((a, b), (b, a)):
+        arm = _zero_arm(x)
+        if arm:
+            return _rearm(arm[0], mul(arm[1], y), arm[2])
+    if b.op == "div" and is_one(b.args[0]):
+        return div(a, b.args[1])
+    if a.op == "div" and is_one(a.args[0]):
+        return div(b, a.args[1])
+    return _plain("mul", a, b)
+
+
+def div(a: Node, b: Node) -> Node:
+    if is_one(b) and a.dtype == "float64":
+        return a
+    arm = _zero_arm(a)
+    if arm:
+        return _rearm(arm[0], div(arm[1], b), arm[2])
+    return _plain("div", a, b)
+
+
+def neg(a: Node) -> Node:
+    if a.op == "neg":
+        return a.args[0]
+    arm = _zero_arm(a)
+    if arm:
+        return _rearm(arm[0], neg(arm[1]), arm[2])
+    return _plain("neg", a)
+
+
+def pow_(a: Node, b: Node) -> Node:
+    if b.op == "const":
+        if b.value == 1 and a.dtype == result_dtype("pow", [a.dtype, b.dtype]):
+            return a
+        if b.value == 0:
+            return constant(1) if a.dtype == "int64" == b.dtype else ONE
+    if a.dtype == "int64" == b.dtype and not (b.op == "const" and b.value >= 0):
+        # int ** int is an int only for a non-negative exponent; Python would
+        # return a float otherwise, so compute in floating point.
+        a = apply("float", a)
+    return _plain("pow", a, b)
+
+
+def to_float(a: Node) -> Node:
+    if a.dtype == "float64":
+        return a
+    return _plain("float", a)
+
+
+def select(c: Node, a: Node, b: Node) -> Node:
+    """``a if c else b``, evaluated without branching on the graph level."""
+    if c.op == "const":
+        chosen = a if c.value else b
+        return _cast_like(chosen, result_dtype("select", [c.dtype, a.dtype, b.dtype]))
+    if a is b:
+        return a
+    if c.op == "not":
+        return select(c.args[0], b, a)
+    dtype = result_dtype("select", [c.dtype, a.dtype, b.dtype])
+    a, b = _cast_like(a, dtype), _cast_like(b, dtype)
+    # select(c, select(c, x, y), z) -> select(c, x, z): the inner test is decided.
+    if a.op == "select" and a.args[0] is c:
+        a = a.args[1]
+    if b.op == "select" and b.args[0] is c:
+        b = b.args[2]
+    if a is b:
+        return a
+    return make("select", (c, a, b), shape=a.shape, dtype=dtype)
+
+
+def _cast_like(node: Node, dtype: str) -> Node:
+    if node.dtype == dtype or dtype != "float64":
+        return node
+    return to_float(node)
+
+
+def logical_and(a: Node, b: Node) -> Node:
+    for x, y in ((a, b), (b, a)):
+        if x.op == "const":
+            return y if x.value else FALSE
+    if a is b:
+        return a
+    return make("and", (a, b), dtype="bool")
+
+
+def logical_or(a: Node, b: Node) -> Node:
+    for x, y in ((a, b), (b, a)):
+        if x.op == "const":
+            return TRUE if x.value else y
+    if a is b:
+        return a
+    return make("or", (a, b), dtype="bool")
+
+
+def logical_not(a: Node) -> Node:
+    if a.op == "const":
+        return constant(not a.value)
+    if a.op == "not":
+        return a.args[0]
+    return make("not", (a,), dtype="bool")
+
+
+def truth(a: Node) -> Node:
+    """A value used as a condition: ``bool(a)``."""
+    if a.dtype == "bool" or a.op in BOOL_OPS:
+        return a
+    return _plain("ne", a, _zero_like(a.dtype))
+
+
+_SPECIAL = {
+    "add": add,
+    "sub": sub,
+    "mul": mul,
+    "div": div,
+    "neg": neg,
+    "pow": pow_,
+    "float": to_float,
+    "select": select,
+    "and": logical_and,
+    "or": logical_or,
+    "not": logical_not,
+}

@@ -1,0 +1,164 @@
+"""The op table: every op the IR knows, declared once.
+
+Each row gives the op's arity, its kind (used for op counts and scheduling), how its
+result dtype follows from its operands, and a reference implementation with NumPy
+float64 semantics (used for constant folding and by the reference interpreter).
+Derivatives live in :mod:`symdiff.rules`, print templates in
+:mod:`symdiff.backend.printer`, SymPy translations in :mod:`symdiff.symbolic`; a test
+checks that those tables cover exactly the ops declared here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# Op kinds.  ``arith`` and ``transcendental`` are what op counts measure.
+LEAF = "leaf"
+ARITH = "arith"
+TRANSCENDENTAL = "transcendental"
+COMPARE = "compare"
+LOGIC = "logic"
+SELECT = "select"
+CAST = "cast"
+
+# Result-dtype rules.
+FLOAT = "float"  # always float64
+PROMOTE = "promote"  # widest of the operands (bool < int64 < float64)
+BOOL = "bool"
+SELECT_DT = "select"  # widest of the two value operands
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    arity: int
+    kind: str
+    dtype_rule: str
+    impl: Callable[..., Any] | None
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    return np.floor_divide(a, b)
+
+
+def _mod(a: Any, b: Any) -> Any:
+    return np.mod(a, b)
+
+
+def _pow(a: Any, b: Any) -> Any:
+    if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) and b >= 0:
+        return int(a) ** int(b)
+    return np.power(np.float64(a), np.float64(b))
+
+
+def _sign(a: Any) -> Any:
+    return np.sign(np.float64(a))
+
+
+def _erf(a: Any) -> float:
+    return math.erf(a) if not math.isnan(a) else math.nan
+
+
+def _erfc(a: Any) -> float:
+    return math.erfc(a) if not math.isnan(a) else math.nan
+
+
+def _select(c: Any, a: Any, b: Any) -> Any:
+    return a if c else b
+
+
+_F = np.float64
+
+# fmt: off
+_ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
+    # name       arity kind            dtype     reference implementation
+    ("param",    0, LEAF,           FLOAT,     None),
+    ("const",    0, LEAF,           FLOAT,     None),
+    ("float",    1, CAST,           FLOAT,     lambda a: float(a)),
+    ("add",      2, ARITH,          PROMOTE,   lambda a, b: a + b),
+    ("sub",      2, ARITH,          PROMOTE,   lambda a, b: a - b),
+    ("mul",      2, ARITH,          PROMOTE,   lambda a, b: a * b),
+    ("div",      2, ARITH,          FLOAT,     lambda a, b: np.divide(_F(a), _F(b))),
+    ("floordiv", 2, ARITH,          PROMOTE,   _floordiv),
+    ("mod",      2, ARITH,          PROMOTE,   _mod),
+    ("pow",      2, ARITH,          PROMOTE,   _pow),
+    ("neg",      1, ARITH,          PROMOTE,   lambda a: -a),
+    ("abs",      1, ARITH,          PROMOTE,   lambda a: abs(a)),
+    ("sign",     1, ARITH,          FLOAT,     _sign),
+    ("floor",    1, ARITH,          FLOAT,     lambda a: np.floor(_F(a))),
+    ("ceil",     1, ARITH,          FLOAT,     lambda a: np.ceil(_F(a))),
+    ("max",      2, ARITH,          PROMOTE,   lambda a, b: b if b > a else a),
+    ("min",      2, ARITH,          PROMOTE,   lambda a, b: b if b < a else a),
+    ("copysign", 2, ARITH,          FLOAT,     lambda a, b: np.copysign(_F(a), _F(b))),
+    ("exp",      1, TRANSCENDENTAL, FLOAT,     lambda a: np.exp(_F(a))),
+    ("expm1",    1, TRANSCENDENTAL, FLOAT,     lambda a: np.expm1(_F(a))),
+    ("log",      1, TRANSCENDENTAL, FLOAT,     lambda a: np.log(_F(a))),
+    ("log1p",    1, TRANSCENDENTAL, FLOAT,     lambda a: np.log1p(_F(a))),
+    ("log2",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.log2(_F(a))),
+    ("log10",    1, TRANSCENDENTAL, FLOAT,     lambda a: np.log10(_F(a))),
+    ("sqrt",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.sqrt(_F(a))),
+    ("sin",      1, TRANSCENDENTAL, FLOAT,     lambda a: np.sin(_F(a))),
+    ("cos",      1, TRANSCENDENTAL, FLOAT,     lambda a: np.cos(_F(a))),
+    ("tan",      1, TRANSCENDENTAL, FLOAT,     lambda a: np.tan(_F(a))),
+    ("asin",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.arcsin(_F(a))),
+    ("acos",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.arccos(_F(a))),
+    ("atan",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.arctan(_F(a))),
+    ("sinh",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.sinh(_F(a))),
+    ("cosh",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.cosh(_F(a))),
+    ("tanh",     1, TRANSCENDENTAL, FLOAT,     lambda a: np.tanh(_F(a))),
+    ("asinh",    1, TRANSCENDENTAL, FLOAT,     lambda a: np.arcsinh(_F(a))),
+    ("acosh",    1, TRANSCENDENTAL, FLOAT,     lambda a: np.arccosh(_F(a))),
+    ("atanh",    1, TRANSCENDENTAL, FLOAT,     lambda a: np.arctanh(_F(a))),
+    ("erf",      1, TRANSCENDENTAL, FLOAT,     _erf),
+    ("erfc",     1, TRANSCENDENTAL, FLOAT,     _erfc),
+    ("atan2",    2, TRANSCENDENTAL, FLOAT,     lambda a, b: np.arctan2(_F(a), _F(b))),
+    ("hypot",    2, TRANSCENDENTAL, FLOAT,     lambda a, b: np.hypot(_F(a), _F(b))),
+    ("lt",       2, COMPARE,        BOOL,      lambda a, b: bool(a < b)),
+    ("le",       2, COMPARE,        BOOL,      lambda a, b: bool(a <= b)),
+    ("gt",       2, COMPARE,        BOOL,      lambda a, b: bool(a > b)),
+    ("ge",       2, COMPARE,        BOOL,      lambda a, b: bool(a >= b)),
+    ("eq",       2, COMPARE,        BOOL,      lambda a, b: bool(a == b)),
+    ("ne",       2, COMPARE,        BOOL,      lambda a, b: bool(a != b)),
+    ("and",      2, LOGIC,          BOOL,      lambda a, b: bool(a and b)),
+    ("or",       2, LOGIC,          BOOL,      lambda a, b: bool(a or b)),
+    ("not",      1, LOGIC,          BOOL,      lambda a: not a),
+    ("select",   3, SELECT,         SELECT_DT, _select),
+]
+# fmt: on
+
+OPS: dict[str, OpSpec] = {row[0]: OpSpec(*row) for row in _ROWS}
+
+#: Ops whose value does not depend on its operands' values continuously: no
+#: derivative flows through them (comparisons, logic) or it is zero (floor, ceil...).
+BOOL_OPS = frozenset(n for n, s in OPS.items() if s.dtype_rule == BOOL)
+
+
+def result_dtype(op: str, arg_dtypes: list[str]) -> str:
+    """The dtype of ``op`` applied to operands of ``arg_dtypes``."""
+    rule = OPS[op].dtype_rule
+    if rule == FLOAT:
+        return "float64"
+    if rule == BOOL:
+        return "bool"
+    if rule == SELECT_DT:
+        arg_dtypes = arg_dtypes[1:]
+    widest = max(arg_dtypes, key=("bool", "int64", "float64").index)
+    if widest == "bool" and rule == PROMOTE:
+        return "int64"  # True + True == 2, as in Python
+    if op == "pow" and widest == "int64":
+        return "int64"
+    return widest
+
+
+def evaluate(op: str, values: list[Any]) -> Any:
+    """Apply the reference implementation, NumPy float64 semantics, no warnings."""
+    impl = OPS[op].impl
+    if impl is None:
+        raise TypeError(f"op {op!r} has no reference implementation")
+    with np.errstate(all="ignore"):
+        return impl(*values)

@@ -1,0 +1,1 @@
+"""Passes from graph to statements."""

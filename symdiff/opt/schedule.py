@@ -1,0 +1,106 @@
+"""Scheduling: the DAG becomes an ordered list of SSA statements.
+
+A node gets its own statement (a named variable) when it is used more than once,
+when the user named it, when it is an output, or when inlining it would make its
+consumer's line long; anything else is inlined into its one consumer.  Names come
+from the user's variables (``v``, ``v_1`` for a rebinding), adjoints are ``v_bar``,
+and the rest are numbered temporaries ``t0, t1, ...`` in statement order, so the same
+graph always prints the same text.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from symdiff.ir.node import Node, topological, use_counts
+from symdiff.ir.ops import ARITH, OPS, TRANSCENDENTAL
+
+#: Largest number of ops inlined into one expression.
+MAX_INLINE = 3
+
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"math", "np"}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Statements in execution order, and the name of every materialised node."""
+
+    params: tuple[Node, ...]
+    statements: tuple[tuple[str, Node], ...]
+    names: Mapping[Node, str]
+    nodes: tuple[Node, ...]
+
+    def op_counts(self) -> dict[str, int]:
+        """Ops by kind over every computed node; ``total`` = arith + transcendental."""
+        counts = {"arith": 0, "transcendental": 0, "compare": 0, "logic": 0,
+                  "select": 0}
+        for node in self.nodes:
+            kind = OPS[node.op].kind
+            if kind in counts:
+                counts[kind] += 1
+        counts["total"] = counts[ARITH] + counts[TRANSCENDENTAL]
+        return counts
+
+
+class _Namer:
+    def __init__(self) -> None:
+        self.taken: set[str] = set(_RESERVED)
+        self.temps = 0
+
+    def fresh(self, hint: str | None) -> str:
+        if hint is None:
+            while f"t{self.temps}" in self.taken:
+                self.temps += 1
+            name = f"t{self.temps}"
+            self.temps += 1
+        else:
+            name, k = hint, 1
+            while name in self.taken:
+                name, k = f"{hint}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+
+def schedule(
+    params: Sequence[Node],
+    outputs: Sequence[Node],
+    hints: Mapping[Node, str],
+    output_hints: Sequence[str] = (),
+) -> Schedule:
+    """Order the nodes reaching ``outputs`` into named statements.
+
+    Parameters
+    ----------
+    params : sequence of Node
+        The kernel's parameters, in order (named by their ``param`` names).
+    outputs : sequence of Node
+        Every node the kernel returns.
+    hints : mapping
+        Preferred names of nodes (user variables, ``x_bar`` for adjoints).
+    output_hints : sequence of str
+        Preferred names for the outputs (``value``, ``x_bar``), used when the user
+        gave the node no name.
+    """
+    order = [n for n in topological(outputs) if n.op not in ("param", "const")]
+    counts = use_counts(topological(outputs))
+    output_hint = dict(zip(outputs, output_hints, strict=False))
+    namer = _Namer()
+    names: dict[Node, str] = {}
+    for p in params:
+        names[p] = namer.fresh(p.attrs[1])
+    size: dict[Node, int] = {}
+    materialise: set[Node] = set(outputs)
+    for node in order:
+        size[node] = 1 + sum(size.get(a, 0) for a in node.args if a not in materialise)
+        if counts.get(node, 0) > 1 or node in hints or size[node] > MAX_INLINE:
+            materialise.add(node)
+    statements = []
+    for node in order:
+        if node in materialise and node not in names:
+            hint = hints.get(node) or output_hint.get(node)
+            names[node] = namer.fresh(hint)
+            statements.append((names[node], node))
+    return Schedule(tuple(params), tuple(statements), names, tuple(order))

@@ -1,0 +1,137 @@
+"""The derivative table: the local partials of every op, declared once.
+
+The contract (as in Tangent's rule docstring): a rule sees the op's inputs and its
+own output node, nothing else, and returns one partial derivative per input, built
+from IR nodes with the smart constructors; ``None`` is the symbolic zero (no
+derivative flows, as through comparisons, or it is zero almost everywhere, as for
+``floor``).  Reverse mode multiplies each partial by the output's adjoint
+(``x_bar += out_bar * partial``); forward mode multiplies it by the input's tangent
+and sums (``out_dot = sum(partial * x_dot)``).  Rules never touch code generation.
+
+Rules reuse the output node where the math allows (``exp' = exp``,
+``tanh' = 1 - tanh**2``, ``sqrt' = 0.5 / sqrt``), so the backward pass shares the
+forward pass's values instead of recomputing them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from symdiff.ir.build import (
+    ONE,
+    ZERO,
+    add,
+    apply,
+    div,
+    mul,
+    neg,
+    pow_,
+    select,
+    sub,
+)
+from symdiff.ir.node import Node, constant
+
+Partial = Node | None
+Rule = Callable[..., tuple[Partial, ...]]
+
+_TWO_OVER_SQRT_PI = constant(2.0 / math.sqrt(math.pi))
+_LN2 = constant(math.log(2.0))
+_LN10 = constant(math.log(10.0))
+
+
+def _sq(x: Node) -> Node:
+    return mul(x, x)
+
+
+def _pow_partials(a: Node, b: Node, out: Node) -> tuple[Partial, Partial]:
+    d_base = mul(b, pow_(a, sub(b, constant(1))))
+    if b.op == "const":
+        return d_base, None
+    # d/db a**b = a**b log(a); at a == 0 the limit is 0 (for b > 0), not 0 * -inf.
+    d_exp = select(apply("eq", a, ZERO), ZERO, mul(out, apply("log", a)))
+    return d_base, d_exp
+
+
+def _hypot_partials(a: Node, b: Node, out: Node) -> tuple[Partial, Partial]:
+    return div(a, out), div(b, out)
+
+
+def _atan2_partials(y: Node, x: Node, out: Node) -> tuple[Partial, Partial]:
+    r2 = add(_sq(x), _sq(y))
+    return div(x, r2), neg(div(y, r2))
+
+
+def _select_partials(c: Node, a: Node, b: Node, out: Node) -> tuple[Partial, ...]:
+    # A select routes the adjoint (never a 0/1 mask times it): see ir/build.py.
+    return None, select(c, ONE, ZERO), select(c, ZERO, ONE)
+
+
+def _no_derivative(*args: Node) -> tuple[Partial, ...]:
+    return (None,) * (len(args) - 1)
+
+
+# fmt: off
+PARTIALS: dict[str, Rule] = {
+    "float":    lambda a, out: (ONE,),
+    "add":      lambda a, b, out: (ONE, ONE),
+    "sub":      lambda a, b, out: (ONE, constant(-1.0)),
+    "mul":      lambda a, b, out: (b, a),
+    "div":      lambda a, b, out: (div(ONE, b), neg(div(out, b))),
+    "floordiv": _no_derivative,
+    "mod":      lambda a, b, out: (ONE, neg(apply("floordiv", a, b))),
+    "pow":      _pow_partials,
+    "neg":      lambda a, out: (constant(-1.0),),
+    "abs":      lambda a, out: (apply("sign", a),),
+    "sign":     _no_derivative,
+    "floor":    _no_derivative,
+    "ceil":     _no_derivative,
+    "max":      lambda a, b, out: (select(apply("ge", a, b), ONE, ZERO),
+                                   select(apply("ge", a, b), ZERO, ONE)),
+    "min":      lambda a, b, out: (select(apply("le", a, b), ONE, ZERO),
+                                   select(apply("le", a, b), ZERO, ONE)),
+    "copysign": lambda a, b, out: (mul(apply("sign", a), apply("copysign", ONE, b)),
+                                   None),
+    "exp":      lambda a, out: (out,),
+    "expm1":    lambda a, out: (add(out, ONE),),
+    "log":      lambda a, out: (div(ONE, a),),
+    "log1p":    lambda a, out: (div(ONE, add(ONE, a)),),
+    "log2":     lambda a, out: (div(ONE, mul(_LN2, a)),),
+    "log10":    lambda a, out: (div(ONE, mul(_LN10, a)),),
+    "sqrt":     lambda a, out: (div(constant(0.5), out),),
+    "sin":      lambda a, out: (apply("cos", a),),
+    "cos":      lambda a, out: (neg(apply("sin", a)),),
+    "tan":      lambda a, out: (add(ONE, _sq(out)),),
+    "asin":     lambda a, out: (div(ONE, apply("sqrt", sub(ONE, _sq(a)))),),
+    "acos":     lambda a, out: (neg(div(ONE, apply("sqrt", sub(ONE, _sq(a))))),),
+    "atan":     lambda a, out: (div(ONE, add(ONE, _sq(a))),),
+    "sinh":     lambda a, out: (apply("cosh", a),),
+    "cosh":     lambda a, out: (apply("sinh", a),),
+    "tanh":     lambda a, out: (sub(ONE, _sq(out)),),
+    "asinh":    lambda a, out: (div(ONE, apply("sqrt", add(_sq(a), ONE))),),
+    "acosh":    lambda a, out: (div(ONE, apply("sqrt", sub(_sq(a), ONE))),),
+    "atanh":    lambda a, out: (div(ONE, sub(ONE, _sq(a))),),
+    "erf":      lambda a, out: (mul(_TWO_OVER_SQRT_PI, apply("exp", neg(_sq(a)))),),
+    "erfc":     lambda a, out: (neg(mul(_TWO_OVER_SQRT_PI, apply("exp", neg(_sq(a))))),),
+    "atan2":    _atan2_partials,
+    "hypot":    _hypot_partials,
+    "lt":       _no_derivative,
+    "le":       _no_derivative,
+    "gt":       _no_derivative,
+    "ge":       _no_derivative,
+    "eq":       _no_derivative,
+    "ne":       _no_derivative,
+    "and":      _no_derivative,
+    "or":       _no_derivative,
+    "not":      _no_derivative,
+    "select":   _select_partials,
+}
+# fmt: on
+
+
+def partials(node: Node) -> tuple[Partial, ...]:
+    """The local partials of ``node`` with respect to each of its arguments."""
+    rule = PARTIALS.get(node.op)
+    if rule is None:
+        raise NotImplementedError(f"no derivative rule for op {node.op!r}")
+    return rule(*node.args, node)
