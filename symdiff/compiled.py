@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from symdiff.errors import ArgumentError
+from symdiff.frontend.lower import trace
+from symdiff.frontend.source import function_source
 from symdiff.kernel import Kernel, Spec, build_kernel
 
 TARGETS = ("cpu", "python")
@@ -69,11 +71,11 @@ class Compiled:
             self.__symdiff_function__ = fun
 
     def _check_function(self, fun: Callable[..., Any]) -> inspect.Signature:
-        if not isinstance(fun, types.FunctionType):
-            from symdiff.frontend.source import function_source
-
-            function_source(fun)  # raises the clear "no source" error
+        function_source(fun)  # a clear error now if there is no source to read
         sig = inspect.signature(fun)
+        if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+               for p in sig.parameters.values()):
+            trace(fun, ("float64",) * len(sig.parameters))  # type: ignore[arg-type]
         n = len(sig.parameters)
         for i in self._spec.wrt:
             if not -n <= i < n:
@@ -199,8 +201,9 @@ class Compiled:
         lines = []
         for name, expr in zip(kernel.output_names, exprs, strict=True):
             label = name
+            fname = kernel.traced.name if kernel.traced.name.isidentifier() else "f"
             if name.endswith("_bar"):
-                label = (rf"\frac{{\partial {kernel.traced.name}}}"
+                label = (rf"\frac{{\partial {fname}}}"
                          rf"{{\partial {sympy.latex(sympy.Symbol(name[:-4]))}}}")
             lines.append(f"{label} = {sympy.latex(expr)}")
         return "\n".join(lines)

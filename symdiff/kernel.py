@@ -14,11 +14,11 @@ from typing import Any
 
 from symdiff import __version__
 from symdiff.ad import vjp_graph
-from symdiff.backend.jit import load_source, njit
+from symdiff.backend.jit import load_source, njit, python_kernel
 from symdiff.backend.printer import Printer
 from symdiff.errors import OutputError
 from symdiff.frontend.lower import Traced, trace
-from symdiff.frontend.values import Value
+from symdiff.frontend.values import Static, Value
 from symdiff.ir.build import ONE, to_float
 from symdiff.ir.listing import listing
 from symdiff.ir.node import Node, topological
@@ -64,7 +64,17 @@ class Kernel:
         return self.schedule.op_counts()
 
 
-def _flatten(value: Value, out: list[Node]) -> None:
+def _describe(value: Value) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} values"
+    if isinstance(value, Static):
+        return f"a `{type(value.obj).__name__}`"
+    if isinstance(value, Node) and value.dtype == "bool":
+        return "a bool"
+    return "a number"
+
+
+def _flatten(value: Value, out: list[Node], traced: Traced) -> None:
     stack = [value]
     while stack:
         item = stack.pop()
@@ -73,7 +83,10 @@ def _flatten(value: Value, out: list[Node]) -> None:
         elif isinstance(item, tuple):
             stack.extend(reversed(item))
         else:
-            raise OutputError(f"cannot return a `{type(item).__name__}`")
+            raise OutputError(
+                f"`{traced.name}` ({traced.location}) returns {_describe(item)}; "
+                "a compiled function returns numbers or tuples of numbers"
+            )
 
 
 def _scalar_output(traced: Traced, spec: Spec) -> tuple[Node, Value]:
@@ -88,12 +101,13 @@ def _scalar_output(traced: Traced, spec: Spec) -> tuple[Node, Value]:
                 + (f"a tuple of {len(out)}" if isinstance(out, tuple) else "one value")
             )
         out, aux = out
-    if not isinstance(out, Node):
-        n = len(out) if isinstance(out, tuple) else 0
+    if not isinstance(out, Node) or out.dtype == "bool":
+        help_ = ("differentiate one of them, or return `(value, aux)` and pass "
+                 "has_aux=True" if isinstance(out, tuple)
+                 else "return a float computed from the arguments")
         raise OutputError(
-            f"{spec.kind} needs {name} to return one number, but it returns a tuple "
-            f"of {n} values\n  help: differentiate one of them, or return "
-            "`(value, aux)` and pass has_aux=True"
+            f"{spec.kind} needs {name} to return one number, but it returns "
+            f"{_describe(out)}\n  help: {help_}"
         )
     return to_float(out), aux
 
@@ -104,7 +118,10 @@ def _differentiate(traced: Traced, spec: Spec) -> tuple[Any, dict[Node, str], No
     wrt = [traced.params[i] for i in spec.wrt]
     adjoints = vjp_graph([(out, ONE)], wrt)
     hints = dict(traced.hints)
-    for node, adj in adjoints.table.items():
+    # The requested inputs' adjoints are named first (`b_bar`, not `a_bar` when
+    # `a = w * x + b`): they are what the kernel returns.
+    named = sorted(adjoints.table.items(), key=lambda item: item[0].op != "param")
+    for node, adj in named:
         base = node.attrs[1] if node.op == "param" else traced.hints.get(node)
         if base and adj not in hints and adj.op not in ("param", "const"):
             hints[adj] = f"{base}_bar"
@@ -130,13 +147,13 @@ def build_kernel(fun: types.FunctionType, spec: Spec, dtypes: tuple[str, ...],
     else:
         returns, hints, primal = _differentiate(traced, spec)
     outputs: list[Node] = []
-    _flatten(returns, outputs)
+    _flatten(returns, outputs, traced)
     names = _output_names(traced, spec, outputs)
-    sched = schedule(traced.params, outputs, hints, names)
+    first = [primal] if spec.kind != "jit" else []
+    sched = schedule(traced.params, outputs, hints, names, first=first)
     t2 = time.perf_counter()
-    name = traced.name if spec.kind == "jit" else f"{traced.name}_{spec.kind}"
-    if not name.isidentifier():
-        name = "f_" + spec.kind
+    base = traced.name if traced.name.isidentifier() else "f"
+    name = base if spec.kind == "jit" else f"{base}_{spec.kind}"
     if spec.kind != "jit":
         forward = set(topological([primal]))
         backward = [i for i, (_, n) in enumerate(sched.statements) if n not in forward]
@@ -150,7 +167,10 @@ def build_kernel(fun: types.FunctionType, spec: Spec, dtypes: tuple[str, ...],
     source = Printer().function(name, sched, returns, header, sections)
     python = load_source(source, name)
     t3 = time.perf_counter()
-    compiled = njit(python) if jit else python
+    if jit:
+        compiled = njit(python)
+    else:
+        compiled = python_kernel(load_source(source, name, ieee_math=True))
     timings = {"trace": t1 - t0, "differentiate+schedule": t2 - t1, "print": t3 - t2}
     return Kernel(name, source, traced, sched, returns, outputs, names, hints,
                   python, compiled, timings)

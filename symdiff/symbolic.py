@@ -33,7 +33,7 @@ SYMPY: dict[str, Callable[..., Any]] = {
     "mul":      lambda a, b: a * b,
     "div":      lambda a, b: a / b,
     "floordiv": lambda a, b: sympy.floor(a / b),
-    "mod":      lambda a, b: sympy.Mod(a, b),
+    "mod":      lambda a, b: a - b * sympy.floor(a / b),
     "pow":      lambda a, b: a ** b,
     "neg":      lambda a: -a,
     "abs":      sympy.Abs,

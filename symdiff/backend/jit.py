@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import linecache
+import math
+import types
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 #: Options for every CPU kernel.
 NJIT_OPTIONS: dict[str, Any] = {
@@ -21,12 +25,49 @@ NJIT_OPTIONS: dict[str, Any] = {
 }
 
 
+def _ieee(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return fn(*map(np.float64, args))
+
+    return call
+
+
+#: Stand-in for ``math`` when generated code runs as plain Python: NumPy float64
+#: semantics (``sqrt(-1)`` is NaN, not an exception), as in the Numba kernel.
+IEEE_MATH = types.SimpleNamespace(
+    inf=math.inf, nan=math.nan, erf=_ieee(np.vectorize(math.erf, otypes=[float])),
+    erfc=_ieee(np.vectorize(math.erfc, otypes=[float])),
+    **{name: _ieee(getattr(np, np_name)) for name, np_name in {
+        "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p",
+        "log2": "log2", "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
+        "tan": "tan", "asin": "arcsin", "acos": "arccos", "atan": "arctan",
+        "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh",
+        "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2",
+        "hypot": "hypot", "copysign": "copysign"}.items()},
+)
+
+
+def python_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a generated function as plain Python with the kernel's IEEE semantics.
+
+    Float arguments become ``numpy.float64`` so that ``1/0`` gives ``inf`` as in
+    the Numba kernel (``error_model="numpy"``) instead of raising.
+    """
+
+    def run(*args: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return fn(*(np.float64(a) if isinstance(a, float) else a for a in args))
+
+    return run
+
+
 def synthetic_filename(name: str, source: str) -> str:
     digest = hashlib.sha1(source.encode()).hexdigest()[:10]
     return f"<symdiff:{name}:{digest}>"
 
 
-def load_source(source: str, name: str) -> Callable[..., Any]:
+def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[..., Any]:
     """Execute generated module ``source`` and return its function ``name``.
 
     The source is registered in :mod:`linecache` under a synthetic file name, so
@@ -36,6 +77,8 @@ def load_source(source: str, name: str) -> Callable[..., Any]:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {"__name__": f"symdiff_generated_{name}"}
     exec(compile(source, filename, "exec"), namespace)
+    if ieee_math and "math" in namespace:
+        namespace["math"] = IEEE_MATH
     fn = namespace[name]
     assert callable(fn)
     return fn  # type: ignore[no-any-return]

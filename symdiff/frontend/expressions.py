@@ -255,14 +255,15 @@ class ExpressionLowering:
                           "use `not` for conditions")
 
     def _expr_Compare(self, node: ast.Compare, values: list[Value], test: bool) -> Value:
-        operands = [self.scalar(node, v) for v in values]
-        result: Node = B.TRUE
-        for i, op in enumerate(node.ops):
-            name = _COMPARE.get(type(op))
-            if name is None:
+        for op in node.ops:
+            if type(op) not in _COMPARE:
                 symbol = _OP_SYMBOLS.get(type(op), type(op).__name__)
                 return self.error(node, f"comparison `{symbol}` is not supported",
                                   "compare numbers with < <= > >= == !=")
+        operands = [self.scalar(node, v) for v in values]
+        result: Node = B.TRUE
+        for i, op in enumerate(node.ops):
+            name = _COMPARE[type(op)]
             result = B.logical_and(result, B.apply(name, operands[i], operands[i + 1]))
         return result
 

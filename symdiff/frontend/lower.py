@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import os
+import sysconfig
 import types
 from dataclasses import dataclass, field
 
@@ -101,8 +103,12 @@ def param_node(index: int, name: str, dtype: str) -> Node:
 
 
 def _local_names(tree: ast.FunctionDef | ast.Lambda) -> set[str]:
-    names: set[str] = set()
     body = tree.body if isinstance(tree, ast.FunctionDef) else [tree.body]
+    return _local_names_of(body)
+
+
+def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
+    names: set[str] = set()
     for stmt in body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -148,15 +154,17 @@ class Lowerer(ExpressionLowering):
         tree = source.tree
         names = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
         params = tuple(param_node(i, n, dt)
-                       for i, (n, dt) in enumerate(zip(names, dtypes, strict=True)))
-        frame = Frame(source, dict(zip(names, params, strict=True)), _local_names(tree))
+                       for i, (n, dt) in enumerate(zip(names, dtypes, strict=False)))
+        frame = Frame(source, dict(zip(names, params, strict=False)),
+                      _local_names(tree))
         self.frames.append(frame)
         self._check_signature(tree)
-        output = self._run_frame(frame)
+        output = self._run_frame(frame) if not self.diagnostics else self.poison
         self.frames.pop()
         if self.diagnostics:
-            self.diagnostics.sort(key=lambda d: (d.filename, d.line, d.col))
-            raise TranslationError(fn.__qualname__, self.diagnostics)
+            unique = dict.fromkeys(self.diagnostics)  # a loop or two calls: once
+            ordered = sorted(unique, key=lambda d: (d.filename, d.line, d.col))
+            raise TranslationError(fn.__qualname__, ordered)
         return Traced(fn.__name__, params, output, self.hints,
                       f"{source.display_file}:{tree.lineno}")
 
@@ -174,7 +182,10 @@ class Lowerer(ExpressionLowering):
         tree = frame.source.tree
         if isinstance(tree, ast.Lambda):
             return self.expr(tree.body)
+        reported = len(self.diagnostics)
         self.block(tree.body)
+        if frame.live is not B.FALSE and len(self.diagnostics) > reported:
+            return self.poison  # the problems above explain the missing return
         if frame.live is not B.FALSE:
             last = tree.body[-1]
             self.error(last, f"`{tree.name}` can reach its end without returning a value",
@@ -212,10 +223,20 @@ class Lowerer(ExpressionLowering):
         site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
         frame = Frame(source, env, _local_names(source.tree), site)
         self.frames.append(frame)
+        reported = len(self.diagnostics)
         try:
-            return self._run_frame(frame)
+            result = self._run_frame(frame)
         finally:
             self.frames.pop()
+        if len(self.diagnostics) > reported and _is_library(fn):
+            # Problems deep inside someone else's code help nobody: say it once,
+            # at the user's call.
+            del self.diagnostics[reported:]
+            module = getattr(fn, "__module__", "?")
+            return self.error(call, f"cannot differentiate library function "
+                              f"`{module}.{name}`", "write the computation with "
+                              "math/numpy functions and your own helpers")
+        return result
 
     # -- statements -------------------------------------------------------------
     def block(self, stmts: list[ast.stmt]) -> None:
@@ -228,8 +249,18 @@ class Lowerer(ExpressionLowering):
                     type(stmt), (f"`{type(stmt).__name__}` statements are not supported",
                                  ""))
                 self.error(stmt, what, hint)
+                self._poison_names(stmt)
                 continue
             handler(stmt)
+
+    def _poison_names(self, stmt: ast.stmt) -> None:
+        """Bind the names a rejected statement defines, so that later uses of them
+        do not raise follow-on errors."""
+        names = set(_local_names_of([stmt]))
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        for name in names:
+            self.frame.env[name] = self.poison
 
     def assign(self, target: ast.expr, value: Value) -> None:
         if isinstance(target, ast.Name):
@@ -248,8 +279,10 @@ class Lowerer(ExpressionLowering):
             for elt, item in zip(target.elts, value, strict=True):
                 self.assign(elt, item)
         else:
-            kind = type(target).__name__
-            what = "element assignment" if kind == "Subscript" else f"assigning to a {kind}"
+            what = {"Subscript": "element assignment",
+                    "Attribute": "assigning to an attribute",
+                    "Starred": "starred assignment"}.get(
+                type(target).__name__, "this assignment target")
             self.error(target, f"{what} is not supported yet",
                        "assign to a plain variable name")
 
@@ -278,8 +311,17 @@ class Lowerer(ExpressionLowering):
         self.frame.live = B.FALSE
 
     def _stmt_Expr(self, stmt: ast.Expr) -> None:
-        if isinstance(stmt.value, ast.Constant):
+        value = stmt.value
+        if isinstance(value, ast.Constant):
             return  # a docstring or a bare constant: no effect
+        if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
+            self.expr(value)  # reports the construct itself
+            return
+        if isinstance(value, ast.Call):
+            name = ast.unparse(value.func)
+            self.error(stmt, f"a call of `{name}` as a statement is not supported",
+                       "remove it: symdiff compiles functions without side effects")
+            return
         self.error(stmt, "an expression statement has no effect on the result",
                    "assign its value to a variable, or remove it")
 
@@ -377,6 +419,19 @@ class Lowerer(ExpressionLowering):
         if value is not self.poison:
             self.error(it, "a `for` loop must run over `range(...)` or a tuple", hint)
         return None
+
+
+_LIBRARY_DIRS = tuple(
+    os.path.realpath(p) + os.sep
+    for key in ("stdlib", "platstdlib", "purelib", "platlib")
+    if (p := sysconfig.get_paths().get(key))
+)
+
+
+def _is_library(fn: types.FunctionType) -> bool:
+    """True for functions of the standard library or installed packages."""
+    path = os.path.realpath(fn.__code__.co_filename)
+    return path.startswith(_LIBRARY_DIRS)
 
 
 def _is_value(obj: object) -> bool:

@@ -113,6 +113,10 @@ def mul(a: Node, b: Node) -> Node:
         arm = _zero_arm(x)
         if arm:
             return _rearm(arm[0], mul(arm[1], y), arm[2])
+    if a.op == "neg":
+        return neg(mul(a.args[0], b))
+    if b.op == "neg":
+        return neg(mul(a, b.args[0]))
     if b.op == "div" and is_one(b.args[0]):
         return div(a, b.args[1])
     if a.op == "div" and is_one(a.args[0]):
@@ -126,6 +130,8 @@ def div(a: Node, b: Node) -> Node:
     arm = _zero_arm(a)
     if arm:
         return _rearm(arm[0], div(arm[1], b), arm[2])
+    if a.op == "neg":
+        return neg(div(a.args[0], b))
     return _plain("div", a, b)
 
 

@@ -48,18 +48,17 @@ class Schedule:
 class _Namer:
     def __init__(self) -> None:
         self.taken: set[str] = set(_RESERVED)
-        self.temps = 0
+        self.next_suffix: dict[str, int] = {}
 
     def fresh(self, hint: str | None) -> str:
-        if hint is None:
-            while f"t{self.temps}" in self.taken:
-                self.temps += 1
-            name = f"t{self.temps}"
-            self.temps += 1
-        else:
-            name, k = hint, 1
-            while name in self.taken:
-                name, k = f"{hint}_{k}", k + 1
+        """``hint``, or ``hint_1``, ``hint_2``... (``t0``, ``t1``... with no hint)."""
+        stem = hint or "t"
+        k = self.next_suffix.get(stem, 0 if hint is None else 1)
+        name = stem if hint is not None and stem not in self.taken else None
+        while name is None or name in self.taken:
+            name = f"t{k}" if hint is None else f"{stem}_{k}"
+            k += 1
+        self.next_suffix[stem] = k
         self.taken.add(name)
         return name
 
@@ -69,6 +68,7 @@ def schedule(
     outputs: Sequence[Node],
     hints: Mapping[Node, str],
     output_hints: Sequence[str] = (),
+    first: Sequence[Node] = (),
 ) -> Schedule:
     """Order the nodes reaching ``outputs`` into named statements.
 
@@ -83,8 +83,14 @@ def schedule(
     output_hints : sequence of str
         Preferred names for the outputs (``value``, ``x_bar``), used when the user
         gave the node no name.
+    first : sequence of Node
+        Nodes whose needed ancestors are scheduled before anything else (the
+        primal output, so the forward pass precedes the backward pass).
     """
-    order = [n for n in topological(outputs) if n.op not in ("param", "const")]
+    needed = set(topological(outputs))
+    roots = [*first, *outputs]
+    order = [n for n in topological(roots)
+             if n in needed and n.op not in ("param", "const")]
     counts = use_counts(topological(outputs))
     output_hint = dict(zip(outputs, output_hints, strict=False))
     namer = _Namer()

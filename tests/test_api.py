@@ -1,0 +1,227 @@
+"""The public transforms: JAX's conventions, decorators, specialisation, inspection."""
+
+import inspect
+import linecache
+import math
+from math import exp as e_exp
+
+import numpy as np
+import pytest
+import sympy
+
+import symdiff
+from tests import helpers_mod
+
+OFFSET = 0.25
+
+
+def f2(x, y):
+    v = x * x
+    return math.exp(math.sin(v) * math.log(v)) + y * v
+
+
+def df2(x, y):
+    v = x * x
+    z = math.exp(math.sin(v) * math.log(v))
+    dv = z * (math.cos(v) * math.log(v) + math.sin(v) / v) + y
+    return dv * 2 * x, v
+
+
+def test_grad_int_argnums_returns_a_float():
+    g = symdiff.grad(f2)
+    out = g(1.3, 0.5)
+    assert isinstance(out, float)
+    assert out == pytest.approx(df2(1.3, 0.5)[0], rel=1e-13)
+
+
+def test_grad_tuple_argnums_returns_a_tuple():
+    g = symdiff.grad(f2, argnums=(0, 1))
+    out = g(1.3, 0.5)
+    assert isinstance(out, tuple) and len(out) == 2
+    assert out == pytest.approx(df2(1.3, 0.5), rel=1e-13)
+    assert symdiff.grad(f2, argnums=(1,))(1.3, 0.5) == pytest.approx((1.69,))
+
+
+def test_negative_argnums():
+    assert symdiff.grad(f2, argnums=-1)(1.3, 0.5) == pytest.approx(1.69)
+
+
+def test_value_and_grad():
+    value, grads = symdiff.value_and_grad(f2, argnums=(0, 1))(1.3, 0.5)
+    assert value == pytest.approx(f2(1.3, 0.5), rel=1e-15)
+    assert grads == pytest.approx(df2(1.3, 0.5), rel=1e-13)
+
+
+def with_aux(x, y):
+    loss = x * y + x
+    return loss, (x * 2.0, y)
+
+
+def test_has_aux():
+    grads, aux = symdiff.grad(with_aux, argnums=(0, 1), has_aux=True)(2.0, 3.0)
+    assert grads == (4.0, 2.0)
+    assert aux == (4.0, 3.0)
+    (value, aux), g = symdiff.value_and_grad(with_aux, has_aux=True)(2.0, 3.0)
+    assert value == 8.0 and aux == (4.0, 3.0) and g == 4.0
+
+
+def test_decorator_forms():
+    @symdiff.grad
+    def a(x):
+        return x**3
+
+    @symdiff.grad()
+    def b(x):
+        return x**3
+
+    @symdiff.grad(argnums=(0, 1))
+    def c(x, y):
+        return x**3 * y
+
+    @symdiff.jit
+    def d(x, y):
+        return x * y + 1.0
+
+    @symdiff.value_and_grad(argnums=1)
+    def e(x, y):
+        return x * y
+
+    assert a(2.0) == b(2.0) == 12.0
+    assert c(2.0, 1.0) == (12.0, 8.0)
+    assert d(2.0, 3.0) == 7.0
+    assert e(2.0, 3.0) == (6.0, 2.0)
+    assert a.__name__ == "a" and a.__doc__ is None
+
+
+def test_lambda():
+    assert symdiff.grad(lambda x: x**2 + 3.0 * x)(1.0) == 5.0
+
+
+def test_argument_types_share_kernels_per_signature():
+    g = symdiff.grad(f2, argnums=(0, 1))
+    expected = g(1.3, 0.5)
+    assert g(np.float64(1.3), np.float64(0.5)) == pytest.approx(expected)
+    assert g(np.float32(1.5), 0.5) == pytest.approx(g(1.5, 0.5))
+    assert len(g._by_dtypes) == 1  # float, np.float64 and np.float32 share a kernel
+    assert g(2, 1) == pytest.approx(g(2.0, 1.0))  # ints are differentiated as reals
+    assert all(isinstance(v, float) for v in g(2, 1))
+
+
+def int_power(x, n):
+    return x**n
+
+
+def test_int_arguments_not_differentiated_stay_ints():
+    g = symdiff.grad(int_power)
+    assert g(2.0, 3) == 12.0
+    assert g(2.0, 5) == 80.0
+    assert symdiff.jit(int_power)(3, 2) == 9
+
+
+def with_defaults(x, scale=2.0):
+    return scale * x * x
+
+
+def test_keywords_and_defaults():
+    g = symdiff.grad(with_defaults)
+    assert g(3.0) == 12.0
+    assert g(3.0, scale=1.0) == 6.0
+    assert g(x=3.0, scale=0.5) == 3.0
+
+
+def uses_helpers(a, b):
+    return helpers_mod.outer(a, b) + helpers_mod.SCALE * e_exp(a) + OFFSET
+
+
+def test_helpers_from_other_modules_are_inlined():
+    g = symdiff.value_and_grad(uses_helpers, argnums=(0, 1))
+    a, b = sympy.symbols("a b", real=True)
+    energy = sympy.Rational(1, 2) * (a - b) ** 2 + sympy.log(1 + sympy.exp(a * b))
+    expr = sympy.sin(energy) * 3 + 3 * sympy.exp(a) + sympy.Rational(1, 4)
+    point = {a: 0.7, b: -0.4}
+    value, (ga, gb) = g(0.7, -0.4)
+    assert value == pytest.approx(float(expr.subs(point)), rel=1e-13)
+    assert ga == pytest.approx(float(sympy.diff(expr, a).subs(point)), rel=1e-12)
+    assert gb == pytest.approx(float(sympy.diff(expr, b).subs(point)), rel=1e-12)
+
+
+def make_closure(k):
+    def f(x):
+        return k * math.sin(x)
+
+    return f
+
+
+def test_closures_resolve_their_cells():
+    assert symdiff.grad(make_closure(2.0))(0.0) == 2.0
+    assert symdiff.grad(make_closure(5.0))(0.0) == 5.0
+
+
+def constants(x):
+    return math.pi * x + math.e + np.pi * OFFSET
+
+
+def test_module_constants():
+    assert symdiff.grad(constants)(1.0) == pytest.approx(math.pi)
+    assert symdiff.jit(constants)(1.0) == pytest.approx(constants(1.0))
+
+
+def test_source_is_deterministic_and_in_linecache():
+    a = symdiff.value_and_grad(f2, argnums=(0, 1)).source
+    b = symdiff.value_and_grad(f2, argnums=(0, 1)).source
+    assert a == b
+    g = symdiff.grad(f2)
+    kernel = g.kernel
+    assert inspect.getsource(kernel.python) == kernel.source.split("\n\n\n", 1)[1]
+    filename = kernel.python.__code__.co_filename
+    assert filename.startswith("<symdiff:")
+    assert linecache.getline(filename, 1).startswith("# generated by symdiff")
+
+
+def test_ir_listing():
+    ir = symdiff.grad(f2).ir
+    assert ir.splitlines()[0] == "%0 = param x : f64"
+    assert "# v" in ir
+    assert ir.splitlines()[-1].startswith("return x_bar = %")
+
+
+def test_sympy_bridge():
+    g = symdiff.grad(f2, argnums=(0, 1))
+    gx, gy = g.to_sympy()
+    x, y = sympy.symbols("x y", real=True)
+    expected = sympy.diff(sympy.exp(sympy.sin(x**2) * sympy.log(x**2)) + y * x**2, x)
+    assert float((gx - expected).subs({x: 1.3, y: 0.5})) == pytest.approx(0, abs=1e-12)
+    assert sympy.simplify(gy - x**2) == 0
+    tex = g.latex()
+    assert r"\frac{\partial f2}{\partial x}" in tex
+    assert r"\frac{\partial f2}{\partial y} = x^{2}" in tex
+
+
+def test_python_target_matches_cpu():
+    cpu = symdiff.grad(f2, argnums=(0, 1))(1.1, 0.3)
+    py = symdiff.grad(f2, argnums=(0, 1), target="python")(1.1, 0.3)
+    assert cpu == pytest.approx(py, rel=1e-15)
+
+
+def test_exp_of_z_is_evaluated_once_and_cheap():
+    def z(u):
+        return math.exp(math.sin(u**2) * math.log(u**2))
+
+    forward = symdiff.jit(z).op_counts["total"]
+    both = symdiff.value_and_grad(z)
+    assert both.op_counts["total"] <= 2.5 * forward
+    assert both.source.count("math.exp(") == 1
+    u = 1.7
+    value, du = both(u)
+    expected = z(u) * (math.cos(u * u) * math.log(u * u) + math.sin(u * u) / (u * u)) * 2 * u
+    assert du == pytest.approx(expected, rel=1e-13)
+
+
+def test_only_active_nodes_are_differentiated():
+    def f(x, data):
+        heavy = math.exp(math.sin(data) * math.cos(data))
+        return x * heavy
+
+    g = symdiff.grad(f)
+    assert g.source.count("math.cos(") == 1  # no adjoint flows into `data`
+    assert g(2.0, 0.3) == pytest.approx(math.exp(math.sin(0.3) * math.cos(0.3)))

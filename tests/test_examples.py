@@ -1,0 +1,118 @@
+"""Run every script in examples/ and check what it prints.
+
+Each example checks itself (it raises on a mismatch and prints ``OK``) and
+prints its headline numbers as ``RESULT <label> = <repr(float)>`` lines.  Here
+those numbers are compared with values derived independently, by hand.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+def _quickstart():
+    x, y = 1.3, 0.5
+    v = x * x
+    z = math.exp(math.sin(v) * math.log(v))
+    dz_dv = z * (math.cos(v) * math.log(v) + math.sin(v) / v)
+    return {"df/dx": (dz_dv + y) * 2 * x, "df/dy": v}
+
+
+def _seed004():
+    u = 1.5
+    v = u * u
+    z = math.exp(math.sin(v) * math.log(v))
+    dz_du = z * (math.cos(v) * math.log(v) + math.sin(v) / v) * 2 * u
+    return {"z(1.5)": z, "dz/du(1.5)": dz_du}
+
+
+def _polar():
+    r, t = 1.2, 0.7
+    x, y = r * math.cos(t), r * math.sin(t)
+    fx = 2 * x * y + y * math.cos(x * y)
+    fy = x * x + x * math.cos(x * y)
+    return {
+        "df/dr(1.2, 0.7)": fx * math.cos(t) + fy * math.sin(t),
+        "df/dtheta(1.2, 0.7)": -fx * r * math.sin(t) + fy * r * math.cos(t),
+    }
+
+
+def _sigmoid():
+    s = 1 / (1 + math.exp(-0.3))
+    return {"s'(0)": 0.25, "s'(0.3)": s * (1 - s)}
+
+
+EXPECTED: dict[str, dict[str, float]] = {
+    "quickstart.py": _quickstart(),
+    "seed001_partial.py": {"df/dx(2, 3)": 11.0, "df/dy(2, 3)": -12.0},
+    "seed004_chain.py": _seed004(),
+    "polar_chain.py": _polar(),
+    "sigmoid.py": _sigmoid(),
+    # w1, b1, w2, b2, w3, b3 = 0.5, 0.1, -1.2, 0.9, 2.0, -0.4 at x = 0.5, y = 1:
+    # a1 = 0.35, a2 = 0.48, f = 0.56, dL/df = -0.44, dL/da2 = -0.88,
+    # dL/da1 = -0.88 * -1.2 = 1.056
+    "relu_network.py": {
+        "dL/dw1": 0.528,
+        "dL/db1": 1.056,
+        "dL/dw2": -0.308,
+        "dL/db2": -0.88,
+        "dL/dw3": -0.2112,
+        "dL/db3": -0.44,
+    },
+}
+
+# Printed numbers that are checked against a bound rather than a value: the
+# cheap gradient principle (seed note 003) asks for at most ~4-5x the forward
+# pass's operations.
+UPPER_BOUNDS: dict[str, dict[str, float]] = {
+    "seed004_chain.py": {"op ratio": 5.0},
+}
+
+RESULT = re.compile(r"^RESULT (.+?) = (\S+)", re.MULTILINE)
+
+
+def test_every_example_has_expectations():
+    assert {p.name for p in EXAMPLES} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs(path: Path):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    proc = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, f"{path.name} failed:\n{out}\n{proc.stderr}"
+    assert "\nOK" in out, out
+    assert "def " in out, "the example should print the generated source"
+
+    results = {label: float(value) for label, value in RESULT.findall(out)}
+    expected = EXPECTED[path.name]
+    bounds = UPPER_BOUNDS.get(path.name, {})
+    assert set(results) == set(expected) | set(bounds), results
+    for label, bound in bounds.items():
+        assert results[label] <= bound, (label, results[label], bound)
+    for label, want in expected.items():
+        assert math.isclose(results[label], want, rel_tol=1e-12, abs_tol=1e-12), (
+            label,
+            results[label],
+            want,
+        )
