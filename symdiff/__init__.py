@@ -14,9 +14,9 @@ The public transforms follow JAX's signatures::
 
 __version__ = "0.1.0"
 
-from symdiff.api import grad, jit, value_and_grad  # noqa: E402
-from symdiff.compiled import Compiled  # noqa: E402
-from symdiff.errors import (  # noqa: E402
+from symdiff.api import grad, jit, value_and_grad
+from symdiff.compiled import Compiled
+from symdiff.errors import (
     ArgumentError,
     OutputError,
     SourceUnavailableError,

@@ -26,8 +26,9 @@ def _argnums(argnums: Any) -> int | tuple[int, ...]:
     return tuple(argnums)
 
 
-def _transform(kind: str, fun: Callable[..., Any] | None, argnums: Any,
-               has_aux: bool, target: str) -> Any:
+def _transform(
+    kind: str, fun: Callable[..., Any] | None, argnums: Any, has_aux: bool, target: str
+) -> Any:
     spec = Spec(kind, _argnums(argnums), bool(has_aux))
     if fun is None:
         return lambda f: Compiled(f, spec, target)

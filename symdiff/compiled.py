@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -73,8 +72,10 @@ class Compiled:
     def _check_function(self, fun: Callable[..., Any]) -> inspect.Signature:
         function_source(fun)  # a clear error now if there is no source to read
         sig = inspect.signature(fun)
-        if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-               for p in sig.parameters.values()):
+        if any(
+            p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            for p in sig.parameters.values()
+        ):
             trace(fun, ("float64",) * len(sig.parameters))  # type: ignore[arg-type]
         n = len(sig.parameters)
         for i in self._spec.wrt:
@@ -98,17 +99,18 @@ class Compiled:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise ArgumentError(
-                f"{self.__name__}{self._signature}: {exc}"
-            ) from None
+            raise ArgumentError(f"{self.__name__}{self._signature}: {exc}") from None
         bound.apply_defaults()
         return tuple(bound.arguments.values())
 
     def _dtypes(self, args: tuple[Any, ...]) -> tuple[tuple[str, ...], list[int]]:
         """The IR dtype per argument, and the positions that need a float cast."""
         names = list(self._signature.parameters)
-        wrt = {i % len(args) for i in self._spec.wrt} if self._spec.kind != "jit" \
+        wrt = (
+            {i % len(args) for i in self._spec.wrt}
+            if self._spec.kind != "jit"
             else set()
+        )
         dtypes, casts = [], []
         for i, value in enumerate(args):
             dtype = _dtype_of(value)
@@ -151,8 +153,12 @@ class Compiled:
             dtypes = ("float64",) * self._nparams
         kernel = self._by_dtypes.get(dtypes)
         if kernel is None:
-            kernel = build_kernel(self._fun, self._spec, dtypes,  # type: ignore[arg-type]
-                                  jit=self._target == "cpu")
+            kernel = build_kernel(
+                self._fun,
+                self._spec,
+                dtypes,  # type: ignore[arg-type]
+                jit=self._target == "cpu",
+            )
             self._by_dtypes[dtypes] = kernel
         self._last = kernel
         return kernel
@@ -203,8 +209,10 @@ class Compiled:
             label = name
             fname = kernel.traced.name if kernel.traced.name.isidentifier() else "f"
             if name.endswith("_bar"):
-                label = (rf"\frac{{\partial {fname}}}"
-                         rf"{{\partial {sympy.latex(sympy.Symbol(name[:-4]))}}}")
+                label = (
+                    rf"\frac{{\partial {fname}}}"
+                    rf"{{\partial {sympy.latex(sympy.Symbol(name[:-4]))}}}"
+                )
             lines.append(f"{label} = {sympy.latex(expr)}")
         return "\n".join(lines)
 

@@ -114,7 +114,7 @@ def test_kinks_away_from_ties(x, y):
 
 def conditions(x, y):
     positive = x > 0
-    if positive and not y < 0 or x == y:
+    if (positive and not y < 0) or x == y:
         return x * y
     return x + y
 

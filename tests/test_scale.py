@@ -38,6 +38,7 @@ def _reference(x, y, n):
     return a, (da_dx, da_dy)
 
 
+@pytest.mark.slow
 def test_twenty_thousand_statements(tmp_path, capsys):
     fn = _write_chain(tmp_path, N_STATEMENTS)
     limit = sys.getrecursionlimit()
@@ -52,16 +53,27 @@ def test_twenty_thousand_statements(tmp_path, capsys):
     assert value == pytest.approx(ref_value, rel=1e-10)
     assert grads == pytest.approx(ref_grads, rel=1e-8)
     with capsys.disabled():
-        print(f"\n[scale] {N_STATEMENTS} statements: gradient source built and "
-              f"printed in {elapsed:.2f} s ({len(source.splitlines())} lines)")
+        stages = ", ".join(f"{k} {v:.2f} s" for k, v in g.kernel.timings.items())
+        print(
+            f"\n[scale] {N_STATEMENTS} statements: gradient source built and "
+            f"printed in {elapsed:.2f} s ({len(source.splitlines())} lines; "
+            f"{stages}; print includes Python's compile of the module)"
+        )
 
 
 def test_long_expression_is_lowered_iteratively(tmp_path):
-    terms = " + ".join(f"{k}.0 * x" for k in range(1, 5001))
+    # As long as CPython's own compiler accepts (it recurses on the AST).
+    terms = " + ".join(f"{k}.0 * x" for k in range(1, 801))
     path = tmp_path / "longexpr.py"
     path.write_text(f"def f(x):\n    return {terms}\n")
     spec = importlib.util.spec_from_file_location("longexpr", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     g = symdiff.grad(module.f, target="python")
-    assert g(1.0) == pytest.approx(sum(range(1, 5001)))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)  # the lowering itself must not recurse
+    try:
+        assert g.source
+    finally:
+        sys.setrecursionlimit(limit)
+    assert g(1.0) == pytest.approx(sum(range(1, 801)))

@@ -36,15 +36,37 @@ def _ieee(fn: Callable[..., Any]) -> Callable[..., Any]:
 #: Stand-in for ``math`` when generated code runs as plain Python: NumPy float64
 #: semantics (``sqrt(-1)`` is NaN, not an exception), as in the Numba kernel.
 IEEE_MATH = types.SimpleNamespace(
-    inf=math.inf, nan=math.nan, erf=_ieee(np.vectorize(math.erf, otypes=[float])),
+    inf=math.inf,
+    nan=math.nan,
+    erf=_ieee(np.vectorize(math.erf, otypes=[float])),
     erfc=_ieee(np.vectorize(math.erfc, otypes=[float])),
-    **{name: _ieee(getattr(np, np_name)) for name, np_name in {
-        "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p",
-        "log2": "log2", "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
-        "tan": "tan", "asin": "arcsin", "acos": "arccos", "atan": "arctan",
-        "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh",
-        "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2",
-        "hypot": "hypot", "copysign": "copysign"}.items()},
+    **{
+        name: _ieee(getattr(np, np_name))
+        for name, np_name in {
+            "exp": "exp",
+            "expm1": "expm1",
+            "log": "log",
+            "log1p": "log1p",
+            "log2": "log2",
+            "log10": "log10",
+            "sqrt": "sqrt",
+            "sin": "sin",
+            "cos": "cos",
+            "tan": "tan",
+            "asin": "arcsin",
+            "acos": "arccos",
+            "atan": "arctan",
+            "sinh": "sinh",
+            "cosh": "cosh",
+            "tanh": "tanh",
+            "asinh": "arcsinh",
+            "acosh": "arccosh",
+            "atanh": "arctanh",
+            "atan2": "arctan2",
+            "hypot": "hypot",
+            "copysign": "copysign",
+        }.items()
+    },
 )
 
 

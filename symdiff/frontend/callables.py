@@ -111,6 +111,7 @@ def _table() -> dict[int, Builtin]:
     add(math.log, Builtin("math.log", 1, 2, _log_base))
     add(np.square, Builtin("numpy.square", 1, 1, lambda x: mul(x, x)))
     add(np.reciprocal, Builtin("numpy.reciprocal", 1, 1, lambda x: div(ONE, x)))
+
     def exp2(x: Node) -> Node:
         return pow_(constant(2.0), x)
 
@@ -118,13 +119,21 @@ def _table() -> dict[int, Builtin]:
     add(getattr(math, "exp2", None), Builtin("math.exp2", 1, 1, exp2))
     rad = constant(math.pi / 180.0)
     deg = constant(180.0 / math.pi)
-    for name, factor in (("radians", rad), ("deg2rad", rad), ("degrees", deg),
-                         ("rad2deg", deg)):
+    for name, factor in (
+        ("radians", rad),
+        ("deg2rad", rad),
+        ("degrees", deg),
+        ("rad2deg", deg),
+    ):
         for module in (math, np):
             obj = getattr(module, name, None)
             if callable(obj):
-                add(obj, Builtin(f"{module.__name__}.{name}", 1, 1,
-                                 lambda x, f=factor: mul(f, x)))
+                add(
+                    obj,
+                    Builtin(
+                        f"{module.__name__}.{name}", 1, 1, lambda x, f=factor: mul(f, x)
+                    ),
+                )
     add(builtins.abs, Builtin("abs", 1, 1, _op("abs")))
     add(builtins.max, Builtin("max", 2, None, _fold("max")))
     add(builtins.min, Builtin("min", 2, None, _fold("min")))

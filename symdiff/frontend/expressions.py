@@ -160,22 +160,35 @@ class ExpressionLowering:
         if isinstance(value, Node):
             return value
         if isinstance(value, Undefined):
-            return self.error(node, f"`{value.name}` may be undefined here", (
-                f"it is assigned on only some paths through the `if` at line "
-                f"{value.line}; assign it before the `if` too"))
+            return self.error(
+                node,
+                f"`{value.name}` may be undefined here",
+                (
+                    f"it is assigned on only some paths through the `if` at line "
+                    f"{value.line}; assign it before the `if` too"
+                ),
+            )
         if isinstance(value, tuple):
-            return self.error(node, f"{what} is a tuple, where a number is needed",
-                              "unpack it first: `a, b = pair`")
+            return self.error(
+                node,
+                f"{what} is a tuple, where a number is needed",
+                "unpack it first: `a, b = pair`",
+            )
         kind = type(value.obj).__name__
-        return self.error(node, f"{what} is a `{kind}`, where a number is needed",
-                          "only numbers (and tuples of numbers) can be differentiated")
+        return self.error(
+            node,
+            f"{what} is a `{kind}`, where a number is needed",
+            "only numbers (and tuples of numbers) can be differentiated",
+        )
 
     def merge(self, node: ast.AST, cond: Node, a: Value, b: Value) -> Value:
         """``a if cond else b`` for any values: element-wise for tuples."""
         if cond.op == "const":
             return a if cond.value else b
         if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
-            return tuple(self.merge(node, cond, x, y) for x, y in zip(a, b, strict=True))
+            return tuple(
+                self.merge(node, cond, x, y) for x, y in zip(a, b, strict=True)
+            )
         if isinstance(a, Node) and isinstance(b, Node):
             return B.select(cond, a, b)
         if isinstance(a, Static) and isinstance(b, Static) and a.obj is b.obj:
@@ -184,15 +197,23 @@ class ExpressionLowering:
             return a
         if isinstance(b, Undefined):
             return b
-        return self.error(node, "the two branches give values of different kinds "
-                          "(a number and a tuple, or tuples of different lengths)",
-                          "make both branches produce the same structure")
+        return self.error(
+            node,
+            "the two branches give values of different kinds "
+            "(a number and a tuple, or tuples of different lengths)",
+            "make both branches produce the same structure",
+        )
 
     # -- one method per expression kind ------------------------------------------
-    def _expr_Constant(self, node: ast.Constant, values: list[Value], test: bool) -> Value:
+    def _expr_Constant(
+        self, node: ast.Constant, values: list[Value], test: bool
+    ) -> Value:
         if isinstance(node.value, complex):
-            return self.error(node, "complex numbers are not supported",
-                              "split into real and imaginary parts")
+            return self.error(
+                node,
+                "complex numbers are not supported",
+                "split into real and imaginary parts",
+            )
         return python_value(node.value)
 
     def _expr_Name(self, node: ast.Name, values: list[Value], test: bool) -> Value:
@@ -203,8 +224,11 @@ class ExpressionLowering:
                 return self.scalar(node, value)
             return value
         if node.id in frame.local_names:
-            return self.error(node, f"`{node.id}` is used before it is assigned",
-                              f"assign `{node.id}` before this line")
+            return self.error(
+                node,
+                f"`{node.id}` is used before it is assigned",
+                f"assign `{node.id}` before this line",
+            )
         return self.resolve_global(node)
 
     def resolve_global(self, node: ast.Name) -> Value:
@@ -220,18 +244,26 @@ class ExpressionLowering:
             return python_value(fn.__globals__[node.id])
         if hasattr(builtins, node.id):
             return Static(getattr(builtins, node.id))
-        return self.error(node, f"name `{node.id}` is not defined",
-                          "define it at module level, or pass it as an argument")
+        return self.error(
+            node,
+            f"name `{node.id}` is not defined",
+            "define it at module level, or pass it as an argument",
+        )
 
-    def _expr_Attribute(self, node: ast.Attribute, values: list[Value], test: bool) -> Value:
+    def _expr_Attribute(
+        self, node: ast.Attribute, values: list[Value], test: bool
+    ) -> Value:
         (base,) = values
         if isinstance(base, Static) and isinstance(base.obj, (types.ModuleType, type)):
             if not hasattr(base.obj, node.attr):
                 name = getattr(base.obj, "__name__", "?")
                 return self.error(node, f"`{name}` has no attribute `{node.attr}`")
             return python_value(getattr(base.obj, node.attr))
-        return self.error(node, f"attribute `.{node.attr}` is not supported here",
-                          "only module attributes (`math.pi`, `np.exp`) are understood")
+        return self.error(
+            node,
+            f"attribute `.{node.attr}` is not supported here",
+            "only module attributes (`math.pi`, `np.exp`) are understood",
+        )
 
     def _expr_BinOp(self, node: ast.BinOp, values: list[Value], test: bool) -> Value:
         build = _BINOPS.get(type(node.op))
@@ -243,7 +275,9 @@ class ExpressionLowering:
         right = self.scalar(node.right, values[1], "the right operand")
         return build(left, right)
 
-    def _expr_UnaryOp(self, node: ast.UnaryOp, values: list[Value], test: bool) -> Value:
+    def _expr_UnaryOp(
+        self, node: ast.UnaryOp, values: list[Value], test: bool
+    ) -> Value:
         operand = self.scalar(node.operand, values[0])
         if isinstance(node.op, ast.USub):
             return B.neg(operand)
@@ -251,15 +285,21 @@ class ExpressionLowering:
             return operand
         if isinstance(node.op, ast.Not):
             return B.logical_not(B.truth(operand))
-        return self.error(node, "operator `~` is not supported",
-                          "use `not` for conditions")
+        return self.error(
+            node, "operator `~` is not supported", "use `not` for conditions"
+        )
 
-    def _expr_Compare(self, node: ast.Compare, values: list[Value], test: bool) -> Value:
+    def _expr_Compare(
+        self, node: ast.Compare, values: list[Value], test: bool
+    ) -> Value:
         for op in node.ops:
             if type(op) not in _COMPARE:
                 symbol = _OP_SYMBOLS.get(type(op), type(op).__name__)
-                return self.error(node, f"comparison `{symbol}` is not supported",
-                                  "compare numbers with < <= > >= == !=")
+                return self.error(
+                    node,
+                    f"comparison `{symbol}` is not supported",
+                    "compare numbers with < <= > >= == !=",
+                )
         operands = [self.scalar(node, v) for v in values]
         result: Node = B.TRUE
         for i, op in enumerate(node.ops):
@@ -271,8 +311,11 @@ class ExpressionLowering:
         operands = [self.scalar(node, v) for v in values]
         if not test and any(o.dtype != "bool" for o in operands):
             word = "and" if isinstance(node.op, ast.And) else "or"
-            return self.error(node, f"`{word}` on numbers returns one of its operands",
-                              "use `a if cond else b`, or compare explicitly")
+            return self.error(
+                node,
+                f"`{word}` on numbers returns one of its operands",
+                "use `a if cond else b`, or compare explicitly",
+            )
         combine = B.logical_and if isinstance(node.op, ast.And) else B.logical_or
         result = B.truth(operands[0])
         for operand in operands[1:]:
@@ -286,28 +329,43 @@ class ExpressionLowering:
     def _expr_Tuple(self, node: ast.Tuple, values: list[Value], test: bool) -> Value:
         return tuple(values)
 
-    def _expr_Subscript(self, node: ast.Subscript, values: list[Value], test: bool) -> Value:
+    def _expr_Subscript(
+        self, node: ast.Subscript, values: list[Value], test: bool
+    ) -> Value:
         base, index = values
         if not isinstance(base, tuple):
-            return self.error(node, "indexing is only supported on tuples for now",
-                              "array indexing is planned; unpack tuples with `a, b = t`")
-        if not (isinstance(index, Node) and index.op == "const"
-                and index.dtype == "int64"):
+            return self.error(
+                node,
+                "indexing is only supported on tuples for now",
+                "array indexing is planned; unpack tuples with `a, b = t`",
+            )
+        if not (
+            isinstance(index, Node) and index.op == "const" and index.dtype == "int64"
+        ):
             return self.error(node.slice, "a tuple index must be a constant integer")
         i = index.value
         if not -len(base) <= i < len(base):
-            return self.error(node.slice, f"tuple index {i} is out of range "
-                              f"for a tuple of {len(base)}")
+            return self.error(
+                node.slice,
+                f"tuple index {i} is out of range for a tuple of {len(base)}",
+            )
         return base[i]
 
-    def _expr_NamedExpr(self, node: ast.NamedExpr, values: list[Value], test: bool) -> Value:
+    def _expr_NamedExpr(
+        self, node: ast.NamedExpr, values: list[Value], test: bool
+    ) -> Value:
         self.assign(node.target, values[0])
         return values[0]
 
     def _expr_Call(self, node: ast.Call, values: list[Value], test: bool) -> Value:
         callee, args = values[0], values[1 : 1 + len(node.args)]
-        kwargs = dict(zip((k.arg for k in node.keywords), values[1 + len(node.args):],
-                          strict=True))
+        kwargs = dict(
+            zip(
+                (k.arg for k in node.keywords),
+                values[1 + len(node.args) :],
+                strict=True,
+            )
+        )
         name = ast.unparse(node.func)
         if not isinstance(callee, Static):
             return self.error(node.func, f"`{name}` is not a function")
@@ -315,21 +373,40 @@ class ExpressionLowering:
         entry = lookup(obj)
         if entry is not None:
             if kwargs or None in kwargs:
-                return self.error(node, f"`{name}` takes no keyword arguments here",
-                                  "pass the arguments by position")
+                return self.error(
+                    node,
+                    f"`{name}` takes no keyword arguments here",
+                    "pass the arguments by position",
+                )
             n = len(args)
-            if n < entry.min_args or (entry.max_args is not None and n > entry.max_args):
-                want = (str(entry.min_args) if entry.min_args == entry.max_args
-                        else f"at least {entry.min_args}")
-                return self.error(node, f"`{name}` takes {want} argument"
-                                  f"{'s' if want != '1' else ''}, got {n}")
-            nodes = [self.scalar(a, v, f"argument {i + 1} of `{name}`")
-                     for i, (a, v) in enumerate(zip(node.args, args, strict=True))]
+            if n < entry.min_args or (
+                entry.max_args is not None and n > entry.max_args
+            ):
+                want = (
+                    str(entry.min_args)
+                    if entry.min_args == entry.max_args
+                    else f"at least {entry.min_args}"
+                )
+                return self.error(
+                    node,
+                    f"`{name}` takes {want} argument"
+                    f"{'s' if want != '1' else ''}, got {n}",
+                )
+            nodes = [
+                self.scalar(a, v, f"argument {i + 1} of `{name}`")
+                for i, (a, v) in enumerate(zip(node.args, args, strict=True))
+            ]
             if any(n is self.poison for n in nodes):
                 return self.poison
             return entry.build(*nodes)
         if isinstance(obj, types.FunctionType):
             return self.inline(node, obj, args, kwargs)
-        return self.error(node.func, f"unknown function `{name}`", (
-            "symdiff understands math/numpy functions (exp, log, sin, ...), "
-            "min/max/abs/pow, and your own Python functions; write this one in Python"))
+        return self.error(
+            node.func,
+            f"unknown function `{name}`",
+            (
+                "symdiff understands math/numpy functions (exp, log, sin, ...), "
+                "min/max/abs/pow, and your own Python functions; "
+                "write this one in Python"
+            ),
+        )

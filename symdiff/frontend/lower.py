@@ -35,24 +35,40 @@ MAX_UNROLL = 10_000
 
 # Statement kinds symdiff rejects, with what to write instead.
 UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
-    ast.While: ("`while` loops are not supported yet",
-                "use `for i in range(n)` with a constant `n`"),
-    ast.Break: ("`break` is not supported yet",
-                "guard the rest of the loop body with `if` instead"),
-    ast.Continue: ("`continue` is not supported yet",
-                   "guard the rest of the loop body with `if` instead"),
-    ast.Try: ("`try` blocks are not supported",
-              "remove it: differentiated code must be plain arithmetic"),
+    ast.While: (
+        "`while` loops are not supported yet",
+        "use `for i in range(n)` with a constant `n`",
+    ),
+    ast.Break: (
+        "`break` is not supported yet",
+        "guard the rest of the loop body with `if` instead",
+    ),
+    ast.Continue: (
+        "`continue` is not supported yet",
+        "guard the rest of the loop body with `if` instead",
+    ),
+    ast.Try: (
+        "`try` blocks are not supported",
+        "remove it: differentiated code must be plain arithmetic",
+    ),
     ast.With: ("`with` blocks are not supported", "move it out of the function"),
-    ast.Raise: ("`raise` is not supported",
-                "validate the arguments before calling the differentiated function"),
-    ast.Global: ("`global` declarations are not supported",
-                 "pass the value as an argument"),
-    ast.Nonlocal: ("`nonlocal` declarations are not supported",
-                   "pass the value as an argument"),
+    ast.Raise: (
+        "`raise` is not supported",
+        "validate the arguments before calling the differentiated function",
+    ),
+    ast.Global: (
+        "`global` declarations are not supported",
+        "pass the value as an argument",
+    ),
+    ast.Nonlocal: (
+        "`nonlocal` declarations are not supported",
+        "pass the value as an argument",
+    ),
     ast.Delete: ("`del` is not supported", "remove it"),
-    ast.FunctionDef: ("a nested `def` is not supported",
-                      "define the helper at module level and call it"),
+    ast.FunctionDef: (
+        "a nested `def` is not supported",
+        "define the helper at module level and call it",
+    ),
     ast.ClassDef: ("a class definition is not supported", "define it at module level"),
     ast.AsyncFunctionDef: ("an `async def` is not supported", "use a plain `def`"),
     ast.AsyncFor: ("`async for` is not supported", "use a plain `for`"),
@@ -119,7 +135,7 @@ def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
 
 
 class Lowerer(ExpressionLowering):
-    """Turns one top-level function (and the helpers it calls) into a :class:`Traced`."""
+    """Lowers one top-level function (and the helpers it calls) to a ``Traced``."""
 
     def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
@@ -142,10 +158,18 @@ class Lowerer(ExpressionLowering):
         if end_col is None or end_line != line:
             end_col = len(text.rstrip())
         notes = tuple(f.call_site for f in reversed(self.frames) if f.call_site)
-        self.diagnostics.append(Diagnostic(
-            message, source.display_file, line, col + 1, text,
-            max(1, end_col - col), hint, notes,
-        ))
+        self.diagnostics.append(
+            Diagnostic(
+                message,
+                source.display_file,
+                line,
+                col + 1,
+                text,
+                max(1, end_col - col),
+                hint,
+                notes,
+            )
+        )
         return self.poison
 
     # -- entry point ------------------------------------------------------------
@@ -153,10 +177,13 @@ class Lowerer(ExpressionLowering):
         source = function_source(fn)
         tree = source.tree
         names = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
-        params = tuple(param_node(i, n, dt)
-                       for i, (n, dt) in enumerate(zip(names, dtypes, strict=False)))
-        frame = Frame(source, dict(zip(names, params, strict=False)),
-                      _local_names(tree))
+        params = tuple(
+            param_node(i, n, dt)
+            for i, (n, dt) in enumerate(zip(names, dtypes, strict=False))
+        )
+        frame = Frame(
+            source, dict(zip(names, params, strict=False)), _local_names(tree)
+        )
         self.frames.append(frame)
         self._check_signature(tree)
         output = self._run_frame(frame) if not self.diagnostics else self.poison
@@ -165,18 +192,29 @@ class Lowerer(ExpressionLowering):
             unique = dict.fromkeys(self.diagnostics)  # a loop or two calls: once
             ordered = sorted(unique, key=lambda d: (d.filename, d.line, d.col))
             raise TranslationError(fn.__qualname__, ordered)
-        return Traced(fn.__name__, params, output, self.hints,
-                      f"{source.display_file}:{tree.lineno}")
+        return Traced(
+            fn.__name__,
+            params,
+            output,
+            self.hints,
+            f"{source.display_file}:{tree.lineno}",
+        )
 
     def _check_signature(self, tree: ast.FunctionDef | ast.Lambda) -> None:
         a = tree.args
         for arg, what in ((a.vararg, "*args"), (a.kwarg, "**kwargs")):
             if arg is not None:
-                self.error(arg, f"`{what}` parameters are not supported",
-                           "list the parameters one by one")
+                self.error(
+                    arg,
+                    f"`{what}` parameters are not supported",
+                    "list the parameters one by one",
+                )
         for arg in a.kwonlyargs:
-            self.error(arg, "keyword-only parameters are not supported",
-                       "make it an ordinary positional parameter")
+            self.error(
+                arg,
+                "keyword-only parameters are not supported",
+                "make it an ordinary positional parameter",
+            )
 
     def _run_frame(self, frame: Frame) -> Value:
         tree = frame.source.tree
@@ -188,8 +226,11 @@ class Lowerer(ExpressionLowering):
             return self.poison  # the problems above explain the missing return
         if frame.live is not B.FALSE:
             last = tree.body[-1]
-            self.error(last, f"`{tree.name}` can reach its end without returning a value",
-                       "end every path with `return ...`")
+            self.error(
+                last,
+                f"`{tree.name}` can reach its end without returning a value",
+                "end every path with `return ...`",
+            )
             return self.poison
         *earlier, (_, result) = frame.returns
         for live, value in reversed(earlier):
@@ -197,18 +238,29 @@ class Lowerer(ExpressionLowering):
         return result
 
     # -- helper calls -----------------------------------------------------------
-    def inline(self, call: ast.Call, fn: types.FunctionType, args: list[Value],
-               kwargs: dict[str, Value]) -> Value:
+    def inline(
+        self,
+        call: ast.Call,
+        fn: types.FunctionType,
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> Value:
         """Lower a call of the user's own function by lowering its body in place."""
         name = fn.__qualname__
         if any(f.source.fn.__code__ is fn.__code__ for f in self.frames):
-            return self.error(call, f"recursive call of `{name}` cannot be inlined",
-                              "rewrite the recursion as a loop")
+            return self.error(
+                call,
+                f"recursive call of `{name}` cannot be inlined",
+                "rewrite the recursion as a loop",
+            )
         try:
             source = function_source(fn)
         except SourceUnavailableError as exc:
-            return self.error(call, f"cannot inline `{name}`: its source is unavailable",
-                              str(exc).splitlines()[0])
+            return self.error(
+                call,
+                f"cannot inline `{name}`: its source is unavailable",
+                str(exc).splitlines()[0],
+            )
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as exc:
@@ -233,9 +285,11 @@ class Lowerer(ExpressionLowering):
             # at the user's call.
             del self.diagnostics[reported:]
             module = getattr(fn, "__module__", "?")
-            return self.error(call, f"cannot differentiate library function "
-                              f"`{module}.{name}`", "write the computation with "
-                              "math/numpy functions and your own helpers")
+            return self.error(
+                call,
+                f"cannot differentiate library function `{module}.{name}`",
+                "write the computation with math/numpy functions and your own helpers",
+            )
         return result
 
     # -- statements -------------------------------------------------------------
@@ -246,8 +300,9 @@ class Lowerer(ExpressionLowering):
             handler = getattr(self, "_stmt_" + type(stmt).__name__, None)
             if handler is None:
                 what, hint = UNSUPPORTED_STATEMENTS.get(
-                    type(stmt), (f"`{type(stmt).__name__}` statements are not supported",
-                                 ""))
+                    type(stmt),
+                    (f"`{type(stmt).__name__}` statements are not supported", ""),
+                )
                 self.error(stmt, what, hint)
                 self._poison_names(stmt)
                 continue
@@ -269,22 +324,31 @@ class Lowerer(ExpressionLowering):
             self.frame.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, tuple):
-                self.error(target, "cannot unpack a single value",
-                           "the right-hand side must be a tuple")
+                self.error(
+                    target,
+                    "cannot unpack a single value",
+                    "the right-hand side must be a tuple",
+                )
                 value = (self.poison,) * len(target.elts)
             elif len(value) != len(target.elts):
-                self.error(target, f"cannot unpack {len(value)} values "
-                           f"into {len(target.elts)} names")
+                self.error(
+                    target,
+                    f"cannot unpack {len(value)} values into {len(target.elts)} names",
+                )
                 value = (self.poison,) * len(target.elts)
             for elt, item in zip(target.elts, value, strict=True):
                 self.assign(elt, item)
         else:
-            what = {"Subscript": "element assignment",
-                    "Attribute": "assigning to an attribute",
-                    "Starred": "starred assignment"}.get(
-                type(target).__name__, "this assignment target")
-            self.error(target, f"{what} is not supported yet",
-                       "assign to a plain variable name")
+            what = {
+                "Subscript": "element assignment",
+                "Attribute": "assigning to an attribute",
+                "Starred": "starred assignment",
+            }.get(type(target).__name__, "this assignment target")
+            self.error(
+                target,
+                f"{what} is not supported yet",
+                "assign to a plain variable name",
+            )
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
         value = self.expr(stmt.value)
@@ -296,8 +360,9 @@ class Lowerer(ExpressionLowering):
             self.assign(stmt.target, self.expr(stmt.value))
 
     def _stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
-        as_load = ast.copy_location(ast.BinOp(
-            left=_as_load(stmt.target), op=stmt.op, right=stmt.value), stmt)
+        as_load = ast.copy_location(
+            ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value), stmt
+        )
         ast.fix_missing_locations(as_load)
         self.assign(stmt.target, self.expr(as_load))
 
@@ -319,11 +384,17 @@ class Lowerer(ExpressionLowering):
             return
         if isinstance(value, ast.Call):
             name = ast.unparse(value.func)
-            self.error(stmt, f"a call of `{name}` as a statement is not supported",
-                       "remove it: symdiff compiles functions without side effects")
+            self.error(
+                stmt,
+                f"a call of `{name}` as a statement is not supported",
+                "remove it: symdiff compiles functions without side effects",
+            )
             return
-        self.error(stmt, "an expression statement has no effect on the result",
-                   "assign its value to a variable, or remove it")
+        self.error(
+            stmt,
+            "an expression statement has no effect on the result",
+            "assign its value to a variable, or remove it",
+        )
 
     def _stmt_Pass(self, stmt: ast.Pass) -> None:
         pass
@@ -346,7 +417,8 @@ class Lowerer(ExpressionLowering):
                 self.error(stmt, f"cannot import `{alias.name}` from `{stmt.module}`")
                 continue
             self.frame.env[alias.asname or alias.name] = python_value(
-                getattr(module, alias.name))
+                getattr(module, alias.name)
+            )
 
     def _import(self, stmt: ast.stmt, name: str) -> types.ModuleType | None:
         try:
@@ -357,8 +429,9 @@ class Lowerer(ExpressionLowering):
 
     def _stmt_If(self, stmt: ast.If) -> None:
         frame = self.frame
-        cond = B.truth(self.scalar(stmt.test, self.expr(stmt.test, test=True),
-                                   "the condition"))
+        cond = B.truth(
+            self.scalar(stmt.test, self.expr(stmt.test, test=True), "the condition")
+        )
         if cond.op == "const":  # decided at compile time: lower one branch only
             self.block(stmt.body if cond.value else stmt.orelse)
             return
@@ -379,8 +452,9 @@ class Lowerer(ExpressionLowering):
             a = env_then.get(name, Undefined(name, stmt.lineno))
             b = env_else.get(name, Undefined(name, stmt.lineno))
             frame.env[name] = a if a is b else self.merge(stmt, cond, a, b)
-        untouched = (live_then is B.logical_and(live0, cond)
-                     and live_else is B.logical_and(live0, B.logical_not(cond)))
+        untouched = live_then is B.logical_and(
+            live0, cond
+        ) and live_else is B.logical_and(live0, B.logical_not(cond))
         frame.live = live0 if untouched else B.logical_or(live_then, live_else)
 
     def _stmt_For(self, stmt: ast.For) -> None:
@@ -395,22 +469,37 @@ class Lowerer(ExpressionLowering):
         self.block(stmt.orelse)
 
     def _unroll_items(self, stmt: ast.For) -> list[Value] | None:
-        hint = ("loops are unrolled for now, so the bounds must be constants; "
-                "loops with run-time bounds are planned")
+        hint = (
+            "loops are unrolled for now, so the bounds must be constants; "
+            "loops with run-time bounds are planned"
+        )
         it = stmt.iter
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) \
-                and it.func.id == "range":
+        if (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "range"
+        ):
             bounds = [self.expr(a) for a in it.args]
             if any(b is self.poison for b in bounds):
                 return None
-            if not all(isinstance(b, Node) and b.op == "const" and b.dtype == "int64"
-                       for b in bounds) or not 1 <= len(bounds) <= 3 or it.keywords:
+            if (
+                not all(
+                    isinstance(b, Node) and b.op == "const" and b.dtype == "int64"
+                    for b in bounds
+                )
+                or not 1 <= len(bounds) <= 3
+                or it.keywords
+            ):
                 self.error(it, "`range` bounds must be constant integers", hint)
                 return None
             rng = range(*(b.value for b in bounds))  # type: ignore[union-attr]
             if len(rng) > MAX_UNROLL:
-                self.error(it, f"a loop of {len(rng)} iterations is too long to unroll "
-                           f"(at most {MAX_UNROLL})", hint)
+                self.error(
+                    it,
+                    f"a loop of {len(rng)} iterations is too long to unroll "
+                    f"(at most {MAX_UNROLL})",
+                    hint,
+                )
                 return None
             return [B.constant(i) for i in rng]
         value = self.expr(it)

@@ -80,13 +80,15 @@ def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
         text = inspect.getsource(fn)
     except (OSError, TypeError) as exc:
         where = fn.__code__.co_filename
-        raise _no_source(fn, f"it was defined in {where}, which keeps no source") from exc
+        raise _no_source(
+            fn, f"it was defined in {where}, which keeps no source"
+        ) from None
     first_line = text.splitlines()[0] if text else ""
     indent = len(first_line) - len(first_line.lstrip())
     try:
         module = ast.parse(textwrap.dedent(text))
     except SyntaxError as exc:
-        raise _no_source(fn, f"its source does not parse ({exc.msg})") from exc
+        raise _no_source(fn, f"its source does not parse ({exc.msg})") from None
     tree = module.body[0] if module.body else None
     if not isinstance(tree, ast.FunctionDef):
         raise _no_source(fn, "its source is not a `def` statement")
@@ -106,11 +108,13 @@ def _find_lambda(fn: types.FunctionType) -> ast.Lambda:
         lines, _ = inspect.findsource(fn)
     except (OSError, TypeError) as exc:
         where = fn.__code__.co_filename
-        raise _no_source(fn, f"it was defined in {where}, which keeps no source") from exc
+        raise _no_source(
+            fn, f"it was defined in {where}, which keeps no source"
+        ) from None
     try:
         module = ast.parse("".join(lines))
     except SyntaxError as exc:
-        raise _no_source(fn, "the file holding the lambda does not parse") from exc
+        raise _no_source(fn, "the file holding the lambda does not parse") from None
     params = list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
     found = [
         node

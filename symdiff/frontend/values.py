@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from symdiff.ir.node import Node
 
@@ -23,4 +22,4 @@ class Undefined:
     line: int
 
 
-Value = Union[Node, tuple["Value", ...], Static, Undefined]
+Value = Node | tuple["Value", ...] | Static | Undefined

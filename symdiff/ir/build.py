@@ -77,12 +77,10 @@ def add(a: Node, b: Node) -> Node:
         return a
     if is_zero(a) and b.dtype == dtype:
         return b
-    za, zb = _zero_arm(a), _zero_arm(b)
-    if za and zb and za[0] is zb[0]:
-        c = za[0]
-        if za[2] == zb[2]:
-            return _rearm(c, add(za[1], zb[1]), za[2])
-        return select(c, za[1], zb[1]) if za[2] else select(c, zb[1], za[1])
+    if a.op == "select" and b.op == "select" and a.args[0] is b.args[0]:
+        # Two selects on one condition: add the arms (one select, and exact zeros
+        # in untaken arms stay exact).
+        return select(a.args[0], add(a.args[1], b.args[1]), add(a.args[2], b.args[2]))
     if b.op == "neg":
         return sub(a, b.args[0])
     return _plain("add", a, b)
@@ -109,6 +107,8 @@ def mul(a: Node, b: Node) -> Node:
         a, b = b, a  # constants first (``2 * x``): one canonical form for CSE
     if a.op == "const" and a.value == -1 and b.dtype == dtype:
         return neg(b)
+    if a.op == "const" and b.op == "mul" and b.args[0].op == "const":
+        return mul(_plain("mul", a, b.args[0]), b.args[1])  # 0.5 * (2 * x) -> x
     for x, y in ((a, b), (b, a)):
         arm = _zero_arm(x)
         if arm:

@@ -35,8 +35,13 @@ class Schedule:
 
     def op_counts(self) -> dict[str, int]:
         """Ops by kind over every computed node; ``total`` = arith + transcendental."""
-        counts = {"arith": 0, "transcendental": 0, "compare": 0, "logic": 0,
-                  "select": 0}
+        counts = {
+            "arith": 0,
+            "transcendental": 0,
+            "compare": 0,
+            "logic": 0,
+            "select": 0,
+        }
         for node in self.nodes:
             kind = OPS[node.op].kind
             if kind in counts:
@@ -89,8 +94,9 @@ def schedule(
     """
     needed = set(topological(outputs))
     roots = [*first, *outputs]
-    order = [n for n in topological(roots)
-             if n in needed and n.op not in ("param", "const")]
+    order = [
+        n for n in topological(roots) if n in needed and n.op not in ("param", "const")
+    ]
     counts = use_counts(topological(outputs))
     output_hint = dict(zip(outputs, output_hints, strict=False))
     namer = _Namer()

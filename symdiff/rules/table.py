@@ -44,6 +44,10 @@ def _sq(x: Node) -> Node:
     return mul(x, x)
 
 
+def _erf_partial(a: Node) -> Node:
+    return mul(_TWO_OVER_SQRT_PI, apply("exp", neg(_sq(a))))
+
+
 def _pow_partials(a: Node, b: Node, out: Node) -> tuple[Partial, Partial]:
     d_base = mul(b, pow_(a, sub(b, constant(1))))
     if b.op == "const":
@@ -111,8 +115,8 @@ PARTIALS: dict[str, Rule] = {
     "asinh":    lambda a, out: (div(ONE, apply("sqrt", add(_sq(a), ONE))),),
     "acosh":    lambda a, out: (div(ONE, apply("sqrt", sub(_sq(a), ONE))),),
     "atanh":    lambda a, out: (div(ONE, sub(ONE, _sq(a))),),
-    "erf":      lambda a, out: (mul(_TWO_OVER_SQRT_PI, apply("exp", neg(_sq(a)))),),
-    "erfc":     lambda a, out: (neg(mul(_TWO_OVER_SQRT_PI, apply("exp", neg(_sq(a))))),),
+    "erf":      lambda a, out: (_erf_partial(a),),
+    "erfc":     lambda a, out: (neg(_erf_partial(a)),),
     "atan2":    _atan2_partials,
     "hypot":    _hypot_partials,
     "lt":       _no_derivative,
