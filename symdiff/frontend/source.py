@@ -78,7 +78,7 @@ def function_source(fn: object) -> FunctionSource:
 def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
     try:
         text = inspect.getsource(fn)
-    except (OSError, TypeError) as exc:
+    except (OSError, TypeError):
         where = fn.__code__.co_filename
         raise _no_source(
             fn, f"it was defined in {where}, which keeps no source"
@@ -106,14 +106,14 @@ def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
 def _find_lambda(fn: types.FunctionType) -> ast.Lambda:
     try:
         lines, _ = inspect.findsource(fn)
-    except (OSError, TypeError) as exc:
+    except (OSError, TypeError):
         where = fn.__code__.co_filename
         raise _no_source(
             fn, f"it was defined in {where}, which keeps no source"
         ) from None
     try:
         module = ast.parse("".join(lines))
-    except SyntaxError as exc:
+    except SyntaxError:
         raise _no_source(fn, "the file holding the lambda does not parse") from None
     params = list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
     found = [
