@@ -7,7 +7,7 @@ from typing import Any
 
 from symdiff.compiled import Compiled
 from symdiff.errors import ArgumentError
-from symdiff.kernel import Spec
+from symdiff.transforms import Spec
 
 
 def _argnums(argnums: Any) -> int | tuple[int, ...]:

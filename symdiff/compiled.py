@@ -12,7 +12,8 @@ import numpy as np
 from symdiff.errors import ArgumentError
 from symdiff.frontend.lower import trace
 from symdiff.frontend.source import function_source
-from symdiff.kernel import Kernel, Spec, build_kernel
+from symdiff.kernel import Kernel, build_kernel
+from symdiff.transforms import Spec
 
 TARGETS = ("cpu", "python")
 

@@ -28,6 +28,8 @@ def _copysign(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 #: op -> SymPy builder.
 SYMPY: dict[str, Callable[..., Any]] = {
     "float":    lambda a: a,
+    "stop_gradient": lambda a: a,
+    "custom":   lambda *a: a[-1],
     "add":      lambda a, b: a + b,
     "sub":      lambda a, b: a - b,
     "mul":      lambda a, b: a * b,

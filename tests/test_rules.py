@@ -70,6 +70,9 @@ SPECS = {
     "or": None,
     "not": None,
     "select": None,
+    # Pass-through ops: tested through symdiff.stop_gradient / custom_vjp.
+    "stop_gradient": None,
+    "custom": None,
 }
 
 

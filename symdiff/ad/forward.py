@@ -11,9 +11,10 @@ from symdiff.rules import partials
 
 def jvp_graph(
     outputs: Sequence[Node], tangents: Sequence[tuple[Node, Node]]
-) -> tuple[Node, ...]:
+) -> tuple[tuple[Node, ...], dict[Node, Node]]:
     """Tangents of ``outputs`` given ``(param, param_dot)`` pairs.
 
+    Returns the output tangents and the whole tangent table (for naming).
     Inactive paths carry the symbolic zero (absent from the table), so they cost
     nothing.
     """
@@ -32,4 +33,4 @@ def jvp_graph(
             total = term if total is None else add(total, term)
         if total is not None:
             dot[node] = total
-    return tuple(dot.get(out, ZERO) for out in outputs)
+    return tuple(dot.get(out, ZERO) for out in outputs), dot

@@ -24,6 +24,9 @@ P_IFEXP, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_UNARY, P_POW, P_ATOM = range
 #: An operand is wrapped when its precedence is below the given threshold.
 TEMPLATES: dict[str, tuple[str, int, int, int]] = {
     "float":    ("float({0})",         P_ATOM,  0,        0),
+    # Pass-through ops print as their last operand (see ``Printer.definition``).
+    "stop_gradient": ("{-1}",          P_ATOM,  0,        0),
+    "custom":   ("{-1}",               P_ATOM,  0,        0),
     "add":      ("{0} + {1}",          P_ADD,   P_ADD,    P_ADD + 1),
     "sub":      ("{0} - {1}",          P_ADD,   P_ADD,    P_ADD + 1),
     "mul":      ("{0} * {1}",          P_MUL,   P_MUL,    P_MUL + 1),
@@ -116,6 +119,8 @@ class Printer:
         if node.op == "const":
             return self.constant(node.value)
         template, prec, left, right = TEMPLATES[node.op]
+        if template == "{-1}":
+            return self.expr(node.args[-1], names)
         parts = []
         for i, arg in enumerate(node.args):
             text, arg_prec = self.expr(arg, names)

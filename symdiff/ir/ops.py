@@ -25,6 +25,7 @@ COMPARE = "compare"
 LOGIC = "logic"
 SELECT = "select"
 CAST = "cast"
+PASS = "passthrough"  # the value of its last operand; only the derivative differs
 
 # Result-dtype rules.
 FLOAT = "float"  # always float64
@@ -80,6 +81,9 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("param",    0, LEAF,           FLOAT,     None),
     ("const",    0, LEAF,           FLOAT,     None),
     ("float",    1, CAST,           FLOAT,     lambda a: float(a)),
+    ("stop_gradient", 1, PASS,      PROMOTE,   lambda a: a),
+    # custom(inputs..., value): a user-ruled function; partials held in attrs
+    ("custom",  -1, PASS,           SELECT_DT, lambda *a: a[-1]),
     ("add",      2, ARITH,          PROMOTE,   lambda a, b: a + b),
     ("sub",      2, ARITH,          PROMOTE,   lambda a, b: a - b),
     ("mul",      2, ARITH,          PROMOTE,   lambda a, b: a * b),
@@ -146,7 +150,7 @@ def result_dtype(op: str, arg_dtypes: list[str]) -> str:
     if rule == BOOL:
         return "bool"
     if rule == SELECT_DT:
-        arg_dtypes = arg_dtypes[1:]
+        arg_dtypes = arg_dtypes[1:] if op == "select" else arg_dtypes[-1:]
     widest = max(arg_dtypes, key=("bool", "int64", "float64").index)
     if widest == "bool" and rule == PROMOTE:
         return "int64"  # True + True == 2, as in Python
