@@ -14,8 +14,18 @@ The public transforms follow JAX's signatures::
 
 __version__ = "0.1.0"
 
-from symdiff.api import grad, jit, value_and_grad
+from symdiff.api import (
+    grad,
+    hessian,
+    hvp,
+    jacobian,
+    jit,
+    jvp,
+    value_and_grad,
+    vjp,
+)
 from symdiff.compiled import Compiled
+from symdiff.custom import custom_vjp, stop_gradient
 from symdiff.errors import (
     ArgumentError,
     OutputError,
@@ -23,6 +33,7 @@ from symdiff.errors import (
     SymdiffError,
     TranslationError,
 )
+from symdiff.symbolic import from_sympy
 
 __all__ = [
     "ArgumentError",
@@ -32,7 +43,15 @@ __all__ = [
     "SymdiffError",
     "TranslationError",
     "__version__",
+    "custom_vjp",
+    "from_sympy",
     "grad",
+    "hessian",
+    "hvp",
+    "jacobian",
     "jit",
+    "jvp",
+    "stop_gradient",
     "value_and_grad",
+    "vjp",
 ]

@@ -2,12 +2,49 @@
 
 from __future__ import annotations
 
+import inspect
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from symdiff.compiled import Compiled
 from symdiff.errors import ArgumentError
-from symdiff.transforms import Spec
+from symdiff.transforms import MODES, Spec, leaves
+
+# Compiled transforms behind the immediate-mode calls (jvp, vjp, hvp), per function.
+_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[Spec, str], Compiled]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Compiled:
+    try:
+        per_function = _CACHE.setdefault(fun, {})
+    except TypeError:  # not weak-referenceable: no cache
+        return Compiled(fun, spec, target)
+    compiled = per_function.get((spec, target))
+    if compiled is None:
+        compiled = per_function[spec, target] = Compiled(fun, spec, target)
+    return compiled
+
+
+def _all_args(fun: Callable[..., Any]) -> tuple[int, ...]:
+    try:
+        n = len(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        raise ArgumentError(
+            f"expected a function, got a `{type(fun).__name__}`"
+        ) from None
+    return tuple(range(n))
+
+
+def _sequence(value: Any, what: str) -> tuple[Any, ...]:
+    if not isinstance(value, (tuple, list)):
+        raise ArgumentError(
+            f"{what} must be a tuple or list with one entry per argument, "
+            f"got a `{type(value).__name__}`"
+        )
+    return tuple(value)
 
 
 def _argnums(argnums: Any) -> int | tuple[int, ...]:
@@ -99,6 +136,166 @@ def value_and_grad(
     (8.0, 12.0)
     """
     return _transform("value_and_grad", fun, argnums, has_aux, target)
+
+
+def jvp(
+    fun: Callable[..., Any],
+    primals: tuple[Any, ...],
+    tangents: tuple[Any, ...],
+    *,
+    target: str = "cpu",
+) -> tuple[Any, Any]:
+    """Forward mode: the output and its directional derivative.
+
+    Parameters
+    ----------
+    fun : callable
+        The function; every positional argument is a primal.
+    primals, tangents : tuple
+        Argument values and the direction, one entry per argument.
+
+    Returns
+    -------
+    tuple
+        ``(output, output_tangent)``; the tangent has the output's structure.
+
+    Examples
+    --------
+    >>> import symdiff
+    >>> symdiff.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
+    (6.0, 3.0)
+    """
+    primals = _sequence(primals, "primals")
+    tangents = _sequence(tangents, "tangents")
+    if len(primals) != len(tangents):
+        raise ArgumentError(
+            f"jvp got {len(primals)} primals but {len(tangents)} tangents"
+        )
+    compiled = _cached(fun, Spec("jvp", _all_args(fun)), target)
+    return compiled.call_extended(primals, tangents)  # type: ignore[no-any-return]
+
+
+def vjp(
+    fun: Callable[..., Any], *primals: Any, target: str = "cpu"
+) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """Reverse mode: the output and a function pulling cotangents back.
+
+    Returns
+    -------
+    tuple
+        ``(output, vjp_fun)``; ``vjp_fun(cotangent)`` (the output's structure)
+        returns a tuple with one cotangent per primal.
+
+    Examples
+    --------
+    >>> import symdiff
+    >>> out, pullback = symdiff.vjp(lambda x, y: (x * y, x + y), 2.0, 3.0)
+    >>> out, pullback((1.0, 0.0))
+    ((6.0, 5.0), (3.0, 2.0))
+    """
+    argnums = _all_args(fun)
+    out = _cached(fun, Spec("jit"), target)(*primals)
+    backward = _cached(fun, Spec("vjp", argnums), target)
+    structure = out
+
+    def vjp_fun(cotangent: Any) -> tuple[Any, ...]:
+        flat = leaves(cotangent)
+        expected = leaves(structure)
+        if len(flat) != len(expected):
+            raise ArgumentError(
+                f"the cotangent must have the output's structure ({len(expected)} "
+                f"number(s)); got {len(flat)}"
+            )
+        return backward.call_extended(primals, tuple(flat))  # type: ignore[no-any-return]
+
+    return out, vjp_fun
+
+
+def jacobian(
+    fun: Callable[..., Any] | None = None,
+    argnums: int | tuple[int, ...] = 0,
+    mode: str = "auto",
+    *,
+    target: str = "cpu",
+) -> Any:
+    """The Jacobian, built by forward or reverse sweeps chosen by shape.
+
+    Parameters
+    ----------
+    fun : callable, optional
+        A function returning a number or a tuple of numbers.
+    argnums : int or tuple of int
+        The inputs.
+    mode : {"auto", "forward", "reverse"}
+        ``"auto"`` uses forward mode when there are fewer inputs than outputs
+        (one sweep per input), reverse mode otherwise (one sweep per output);
+        ``.mode`` on the result says which.
+
+    Returns
+    -------
+    Compiled
+        Calling it returns ``J[i][j] = d out_i / d arg_j`` in the output's structure
+        (outer) and ``argnums``' structure (inner), as ``jax.jacobian`` does.
+
+    Examples
+    --------
+    >>> import symdiff
+    >>> symdiff.jacobian(lambda x, y: (x * y, x + y), argnums=(0, 1))(2.0, 3.0)
+    ((3.0, 2.0), (1.0, 1.0))
+    """
+    if mode not in MODES:
+        raise ArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    spec = Spec("jacobian", _argnums(argnums), False, mode)
+    if fun is None:
+        return lambda f: Compiled(f, spec, target)
+    return Compiled(fun, spec, target)
+
+
+def hessian(
+    fun: Callable[..., Any] | None = None,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    target: str = "cpu",
+) -> Any:
+    """The Hessian of a scalar function, forward-over-reverse.
+
+    The gradient graph is built once (reverse mode), then differentiated by one
+    forward sweep per input; all sweeps share subexpressions.
+
+    Examples
+    --------
+    >>> import symdiff
+    >>> symdiff.hessian(lambda x, y: x * x * y, argnums=(0, 1))(2.0, 3.0)
+    ((6.0, 4.0), (4.0, 0.0))
+    """
+    return _transform("hessian", fun, argnums, False, target)
+
+
+def hvp(
+    fun: Callable[..., Any],
+    primals: tuple[Any, ...],
+    tangents: tuple[Any, ...],
+    *,
+    target: str = "cpu",
+) -> tuple[Any, ...]:
+    """Hessian-vector product, without forming the Hessian.
+
+    One forward sweep over the gradient graph: ``H @ v`` for ``v = tangents``.
+
+    Examples
+    --------
+    >>> import symdiff
+    >>> symdiff.hvp(lambda x, y: x * x * y, (2.0, 3.0), (1.0, 0.0))
+    (6.0, 4.0)
+    """
+    primals = _sequence(primals, "primals")
+    tangents = _sequence(tangents, "tangents")
+    if len(primals) != len(tangents):
+        raise ArgumentError(
+            f"hvp got {len(primals)} primals but {len(tangents)} tangents"
+        )
+    compiled = _cached(fun, Spec("hvp", _all_args(fun)), target)
+    return compiled.call_extended(primals, tangents)  # type: ignore[no-any-return]
 
 
 def jit(fun: Callable[..., Any] | None = None, *, target: str = "cpu") -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from symdiff.custom import custom_vjp
 from symdiff.errors import ArgumentError
 from symdiff.frontend.lower import trace
 from symdiff.frontend.source import function_source
@@ -71,7 +72,9 @@ class Compiled:
             self.__symdiff_function__ = fun
 
     def _check_function(self, fun: Callable[..., Any]) -> inspect.Signature:
-        function_source(fun)  # a clear error now if there is no source to read
+        if not hasattr(fun, "__symdiff_trace__"):
+            # A clear error now if there is no source to read.
+            function_source(fun.fun if isinstance(fun, custom_vjp) else fun)
         sig = inspect.signature(fun)
         if any(
             p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -96,6 +99,23 @@ class Compiled:
             fn = self._specialise(args)
         return fn(*args)
 
+    def call_extended(self, primals: tuple[Any, ...], extras: tuple[Any, ...]) -> Any:
+        """Call a kernel that takes extra float parameters after the primals
+        (tangents for jvp/hvp, cotangents for vjp)."""
+        if len(primals) != self._nparams:
+            primals = self._bind(primals, {})
+        fn = self._kernels.get(tuple(map(type, primals)))
+        if fn is None:
+            fn = self._specialise(primals)
+        try:
+            floats = tuple(float(e) for e in extras)
+        except (TypeError, ValueError):
+            kinds = ", ".join(type(e).__name__ for e in extras)
+            raise ArgumentError(
+                f"tangents and cotangents must be numbers; got {kinds}"
+            ) from None
+        return fn(*primals, *floats)
+
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:
             bound = self._signature.bind(*args, **kwargs)
@@ -107,11 +127,10 @@ class Compiled:
     def _dtypes(self, args: tuple[Any, ...]) -> tuple[tuple[str, ...], list[int]]:
         """The IR dtype per argument, and the positions that need a float cast."""
         names = list(self._signature.parameters)
-        wrt = (
-            {i % len(args) for i in self._spec.wrt}
-            if self._spec.kind != "jit"
-            else set()
-        )
+        # jvp/vjp/hvp take every argument as a primal; ints among them stay ints
+        # (their tangents are ignored), as JAX's float0 convention has it.
+        casting = self._spec.kind not in ("jit", "jvp", "vjp", "hvp")
+        wrt = {i % len(args) for i in self._spec.wrt} if casting else set()
         dtypes, casts = [], []
         for i, value in enumerate(args):
             dtype = _dtype_of(value)
@@ -169,6 +188,11 @@ class Compiled:
     def kernel(self) -> Kernel:
         """The most recently used kernel (built for float arguments if none yet)."""
         return self._kernel()
+
+    @property
+    def mode(self) -> str | None:
+        """For a jacobian: ``"forward"`` or ``"reverse"``, the mode used."""
+        return self.kernel.mode
 
     @property
     def source(self) -> str:

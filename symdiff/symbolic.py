@@ -116,3 +116,192 @@ def to_sympy(value: Any) -> Any:
         return type(item)(rebuild(v) for v in item)
 
     return rebuild(value)
+
+
+# -- SymPy expressions as input ------------------------------------------------------
+_FROM_SYMPY_UNARY: dict[Any, str] = {
+    sympy.exp: "exp",
+    sympy.log: "log",
+    sympy.sin: "sin",
+    sympy.cos: "cos",
+    sympy.tan: "tan",
+    sympy.asin: "asin",
+    sympy.acos: "acos",
+    sympy.atan: "atan",
+    sympy.sinh: "sinh",
+    sympy.cosh: "cosh",
+    sympy.tanh: "tanh",
+    sympy.asinh: "asinh",
+    sympy.acosh: "acosh",
+    sympy.atanh: "atanh",
+    sympy.erf: "erf",
+    sympy.erfc: "erfc",
+    sympy.Abs: "abs",
+    sympy.sign: "sign",
+    sympy.floor: "floor",
+    sympy.ceiling: "ceil",
+}
+_FROM_SYMPY_COMPARE: dict[Any, str] = {
+    sympy.StrictLessThan: "lt",
+    sympy.LessThan: "le",
+    sympy.StrictGreaterThan: "gt",
+    sympy.GreaterThan: "ge",
+    sympy.Equality: "eq",
+    sympy.Unequality: "ne",
+}
+
+
+def _from_sympy_node(e: Any, args: list[Node]) -> Node:
+    from symdiff.ir import build as B
+
+    if isinstance(e, sympy.Add):
+        return _fold(B.add, args)
+    if isinstance(e, sympy.Mul):
+        return _fold(B.mul, args)
+    if isinstance(e, sympy.Pow):
+        base, expo = args
+        if e.exp == sympy.Rational(1, 2):
+            return B.apply("sqrt", base)
+        if e.exp == -1:
+            return B.div(B.ONE, base)
+        return B.pow_(base, expo)
+    if isinstance(e, sympy.Max):
+        return _fold(lambda a, b: B.apply("max", a, b), args)
+    if isinstance(e, sympy.Min):
+        return _fold(lambda a, b: B.apply("min", a, b), args)
+    if isinstance(e, sympy.atan2):
+        return B.apply("atan2", *args)
+    if isinstance(e, sympy.And):
+        return _fold(B.logical_and, args)
+    if isinstance(e, sympy.Or):
+        return _fold(B.logical_or, args)
+    if isinstance(e, sympy.Not):
+        return B.logical_not(args[0])
+    if isinstance(e, sympy.Piecewise):
+        result = args[-2]  # the last piece's value: its condition is the fallback
+        for k in range(len(args) - 4, -1, -2):
+            result = B.select(args[k + 1], args[k], result)
+        return result
+    for kind, op in _FROM_SYMPY_COMPARE.items():
+        if isinstance(e, kind):
+            return B.apply(op, *args)
+    for fn, op in _FROM_SYMPY_UNARY.items():
+        if e.func == fn:
+            return B.apply(op, *args)
+    raise ValueError(f"from_sympy: unsupported SymPy expression `{e.func.__name__}`")
+
+
+def _fold(fn: Callable[[Node, Node], Node], args: list[Node]) -> Node:
+    result = args[0]
+    for arg in args[1:]:
+        result = fn(result, arg)
+    return result
+
+
+def _children(e: Any) -> tuple[Any, ...]:
+    if isinstance(e, sympy.Piecewise):
+        return tuple(x for pair in e.args for x in pair)
+    return tuple(e.args)
+
+
+class SympyFunction:
+    """A SymPy expression (or a tuple/list/Matrix of them) as a function of
+    ``symbols``, ready for any symdiff transform."""
+
+    def __init__(self, expr: Any, symbols: Any):
+        import inspect
+
+        if isinstance(expr, sympy.MatrixBase):
+            expr = tuple(expr)
+        self.expr = tuple(expr) if isinstance(expr, (list, tuple)) else expr
+        self.symbols = tuple(symbols)
+        names = [
+            str(s) if str(s).isidentifier() else f"x{i}"
+            for i, s in enumerate(self.symbols)
+        ]
+        self.__name__ = self.__qualname__ = "sympy_function"
+        self.__signature__ = inspect.Signature(
+            [
+                inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                for n in names
+            ]
+        )
+        self._names = names
+
+    def __symdiff_trace__(self, dtypes: tuple[str, ...]) -> Any:
+        from symdiff.frontend.lower import Traced, param_node
+        from symdiff.ir.node import constant
+
+        params = tuple(
+            param_node(i, n, dt)
+            for i, (n, dt) in enumerate(zip(self._names, dtypes, strict=True))
+        )
+        env: dict[Any, Node] = dict(zip(self.symbols, params, strict=True))
+        roots = list(self.expr) if isinstance(self.expr, tuple) else [self.expr]
+        # Iterative post-order over the expression tree; shared subtrees are
+        # translated once (and hash-consing shares equal ones anyway).
+        for root in roots:
+            stack = [(sympy.sympify(root), False)]
+            while stack:
+                e, ready = stack.pop()
+                if e in env:
+                    continue
+                if e.is_Number or e in (sympy.pi, sympy.E):
+                    env[e] = constant(float(e))
+                    continue
+                if e in (sympy.true, sympy.false):
+                    env[e] = constant(bool(e))
+                    continue
+                if isinstance(e, sympy.Symbol):
+                    raise ValueError(
+                        f"from_sympy: symbol `{e}` is not among the function's symbols"
+                    )
+                if not ready:
+                    stack.append((e, True))
+                    stack.extend((c, False) for c in _children(e) if c not in env)
+                    continue
+                env[e] = _from_sympy_node(e, [env[c] for c in _children(e)])
+        outputs = tuple(env[sympy.sympify(r)] for r in roots)
+        output = outputs if isinstance(self.expr, tuple) else outputs[0]
+        return Traced(self.__name__, params, output, {}, "<sympy>")
+
+    def __call__(self, *args: Any) -> Any:
+        values = dict(zip(self.symbols, args, strict=True))
+        if isinstance(self.expr, tuple):
+            return tuple(float(e.evalf(subs=values)) for e in self.expr)
+        return float(self.expr.evalf(subs=values))
+
+
+def from_sympy(expr: Any, symbols: Any, *, target: str = "cpu") -> Any:
+    """Compile a SymPy expression into a symdiff kernel (a faster ``lambdify`` that
+    also differentiates).
+
+    Parameters
+    ----------
+    expr : sympy.Expr, or a list/tuple/Matrix of them
+    symbols : sequence of sympy.Symbol
+        The arguments, in order.
+
+    Returns
+    -------
+    Compiled
+        Calling it evaluates ``expr``; its attributes ``grad`` (w.r.t. every
+        symbol), ``jacobian`` and ``hessian`` are compiled transforms too.
+
+    Examples
+    --------
+    >>> import sympy, symdiff
+    >>> x, y = sympy.symbols("x y")
+    >>> f = symdiff.from_sympy(x**2 * y, [x, y])
+    >>> f(3.0, 2.0), f.grad(3.0, 2.0)
+    (18.0, (12.0, 9.0))
+    """
+    from symdiff import api
+
+    fn = SympyFunction(expr, symbols)
+    everything = tuple(range(len(fn.symbols)))
+    compiled = api.jit(fn, target=target)
+    compiled.grad = api.grad(fn, argnums=everything, target=target)
+    compiled.jacobian = api.jacobian(fn, argnums=everything, target=target)
+    compiled.hessian = api.hessian(fn, argnums=everything, target=target)
+    return compiled

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from symdiff.custom import stop_gradient
 from symdiff.ir.build import ONE, apply, div, mul, pow_, to_float
 from symdiff.ir.node import Node, constant
 
@@ -139,6 +140,7 @@ def _table() -> dict[int, Builtin]:
     add(builtins.min, Builtin("min", 2, None, _fold("min")))
     add(builtins.pow, Builtin("pow", 2, 2, pow_))
     add(builtins.float, Builtin("float", 1, 1, to_float))
+    add(stop_gradient, Builtin("symdiff.stop_gradient", 1, 1, _op("stop_gradient")))
     return table
 
 

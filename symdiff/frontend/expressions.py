@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from symdiff.custom import custom_vjp
 from symdiff.frontend.callables import lookup
 from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import build as B
@@ -96,6 +97,8 @@ class ExpressionLowering:
     poison: Node
     error: Callable[..., Node]
     inline: Callable[..., Value]
+    inline_custom: Callable[..., Value]
+    in_fwd: set[int]
     assign: Callable[..., None]
 
     # -- the walk ---------------------------------------------------------------
@@ -399,6 +402,10 @@ class ExpressionLowering:
             if any(n is self.poison for n in nodes):
                 return self.poison
             return entry.build(*nodes)
+        if isinstance(obj, custom_vjp):
+            if id(obj) in self.in_fwd:
+                return self.inline(node, obj.fun, args, kwargs)
+            return self.inline_custom(node, obj, args, kwargs)
         if isinstance(obj, types.FunctionType):
             return self.inline(node, obj, args, kwargs)
         return self.error(

@@ -23,6 +23,7 @@ import sysconfig
 import types
 from dataclasses import dataclass, field
 
+from symdiff.custom import custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
 from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.source import FunctionSource, function_source
@@ -87,6 +88,7 @@ class Frame:
     call_site: str = ""
     live: Node = B.TRUE
     returns: list[tuple[Node, Value]] = field(default_factory=list)
+    running: bool = True  # False for a frame that only holds parameters
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ class Lowerer(ExpressionLowering):
         self.diagnostics: list[Diagnostic] = []
         self.hints: dict[Node, str] = {}
         self.frames: list[Frame] = []
+        self.in_fwd: set[int] = set()
         self.poison = make("param", (), (-1, "<error>"))
 
     @property
@@ -174,6 +177,9 @@ class Lowerer(ExpressionLowering):
 
     # -- entry point ------------------------------------------------------------
     def trace(self, fn: types.FunctionType, dtypes: tuple[str, ...]) -> Traced:
+        custom = fn if isinstance(fn, custom_vjp) else None
+        if custom is not None:
+            fn = custom.fun  # type: ignore[assignment]
         source = function_source(fn)
         tree = source.tree
         names = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
@@ -186,7 +192,13 @@ class Lowerer(ExpressionLowering):
         )
         self.frames.append(frame)
         self._check_signature(tree)
-        output = self._run_frame(frame) if not self.diagnostics else self.poison
+        if self.diagnostics:
+            output: Value = self.poison
+        elif custom is not None:
+            frame.running = False
+            output = self.inline_custom(tree, custom, list(params), {})
+        else:
+            output = self._run_frame(frame)
         self.frames.pop()
         if self.diagnostics:
             unique = dict.fromkeys(self.diagnostics)  # a loop or two calls: once
@@ -247,7 +259,7 @@ class Lowerer(ExpressionLowering):
     ) -> Value:
         """Lower a call of the user's own function by lowering its body in place."""
         name = fn.__qualname__
-        if any(f.source.fn.__code__ is fn.__code__ for f in self.frames):
+        if any(f.running and f.source.fn.__code__ is fn.__code__ for f in self.frames):
             return self.error(
                 call,
                 f"recursive call of `{name}` cannot be inlined",
@@ -291,6 +303,66 @@ class Lowerer(ExpressionLowering):
                 "write the computation with math/numpy functions and your own helpers",
             )
         return result
+
+    def inline_custom(
+        self,
+        call: ast.AST,
+        custom: custom_vjp,
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> Value:
+        """A call of a ``custom_vjp`` function: the value comes from ``fwd``, the
+        partials from ``bwd`` at cotangent 1 (a scalar VJP is linear in it)."""
+        name = custom.__name__
+        if custom.fwd is None or custom.bwd is None:
+            return self.error(
+                call,
+                f"`{name}` is a custom_vjp without rules",
+                f"call `{name}.defvjp(fwd, bwd)` before differentiating",
+            )
+        # Inside its own fwd rule, a call of the custom function means its primal.
+        self.in_fwd.add(id(custom))
+        try:
+            pair = self.inline(call, custom.fwd, args, kwargs)  # type: ignore[arg-type]
+        finally:
+            self.in_fwd.discard(id(custom))
+        if pair is self.poison:
+            return pair
+        if not (
+            isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Node)
+        ):
+            return self.error(
+                call,
+                f"the fwd rule of `{name}` must return "
+                "`(output, residuals)` with one number as output",
+            )
+        out, residuals = pair
+        inputs = list(args) + list(kwargs.values())
+        cts = self.inline(call, custom.bwd, [residuals, B.ONE], {})  # type: ignore[arg-type]
+        if cts is self.poison:
+            return cts
+        if not isinstance(cts, tuple) or len(cts) != len(inputs):
+            return self.error(
+                call,
+                f"the bwd rule of `{name}` must return a tuple "
+                f"of {len(inputs)} cotangent(s), one per input",
+            )
+        partials: list[Node | None] = []
+        for value, ct in zip(inputs, cts, strict=True):
+            if not isinstance(value, Node):
+                return self.error(call, f"`{name}` takes numbers only")
+            if isinstance(ct, Static) and ct.obj is None:
+                partials.append(None)
+            elif isinstance(ct, Node):
+                partials.append(ct)
+            else:
+                return self.error(
+                    call,
+                    f"the bwd rule of `{name}` returns "
+                    "something that is not a number or None",
+                )
+        nodes = [v for v in inputs if isinstance(v, Node)]
+        return make("custom", (*nodes, out), (tuple(partials),), dtype=out.dtype)
 
     # -- statements -------------------------------------------------------------
     def block(self, stmts: list[ast.stmt]) -> None:

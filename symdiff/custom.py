@@ -1,0 +1,62 @@
+"""User-supplied derivatives: ``custom_vjp`` and ``stop_gradient``.
+
+A rule is ordinary Python that symdiff also parses, so it works in forward and reverse
+mode and inside compiled kernels (seed 000's forward/backward pairs, as in
+``torch.autograd.Function``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+
+def stop_gradient(x: Any) -> Any:
+    """The value of ``x``, through which no derivative flows.
+
+    Examples
+    --------
+    >>> import symdiff
+    >>> symdiff.grad(lambda x: x * symdiff.stop_gradient(x))(3.0)
+    3.0
+    """
+    return x
+
+
+class custom_vjp:
+    """Mark a function whose reverse-mode rule the user supplies.
+
+    Use as a decorator, then register the rule pair with :meth:`defvjp`::
+
+        @symdiff.custom_vjp
+        def clip_gradient(x):
+            return x
+
+        def clip_fwd(x):
+            return x, ()                  # (output, residuals for the backward)
+
+        def clip_bwd(residuals, g):
+            return (max(min(g, 1.0), -1.0),)   # one cotangent per input
+
+        clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+    ``fwd`` returns ``(output, residuals)``; ``bwd(residuals, g)`` returns a tuple
+    with one cotangent per input (``None`` for none).  Both are parsed like any other
+    function, so the rule is compiled into the kernels.  For scalar functions a VJP is
+    linear in ``g``, so symdiff evaluates ``bwd`` once at ``g = 1`` to get the local
+    partials, which forward mode uses too.
+    """
+
+    def __init__(self, fun: Callable[..., Any]):
+        self.fun = fun
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+        functools.update_wrapper(self, fun)
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """Register the forward (``(out, residuals)``) and backward rules."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fun(*args, **kwargs)

@@ -1,0 +1,296 @@
+"""Every transform on every corpus function, against SymPy.
+
+The oracle is independent of symdiff's differentiation: the forward kernel is first
+checked against the Python function itself, then its expression is handed to
+``sympy.diff``; jvp, vjp, jacobian (every mode), hessian and hvp must agree with it.
+"""
+
+import math
+
+import pytest
+import sympy
+
+import symdiff
+from symdiff.symbolic import to_sympy
+from tests.corpus import CORPUS
+
+NAMES = {fn.__name__: fn for fn in CORPUS}
+REL = 1e-10
+
+
+def _float_positions(point):
+    return tuple(i for i, v in enumerate(point) if isinstance(v, float))
+
+
+class Oracle:
+    def __init__(self, fn, point):
+        forward = symdiff.jit(fn, target="python")
+        got = forward(*point)
+        expected = fn(*point)
+        outs = got if isinstance(got, tuple) else (got,)
+        refs = expected if isinstance(expected, tuple) else (expected,)
+        for a, b in zip(outs, refs, strict=True):
+            assert a == pytest.approx(b, rel=1e-13, abs=1e-15)
+        kernel = forward.kernel
+        self.symbols = [
+            sympy.Symbol(p.attrs[1], real=True) for p in kernel.traced.params
+        ]
+        exprs = to_sympy(kernel.traced.output)
+        self.exprs = list(exprs) if isinstance(exprs, tuple) else [exprs]
+        self.multi = isinstance(exprs, tuple)
+        self.subs = {
+            s: sympy.Float(v, 30) if isinstance(v, float) else sympy.Integer(v)
+            for s, v in zip(self.symbols, point, strict=True)
+        }
+        self.point = point
+
+    def _value(self, e):
+        # SymPy leaves d/dx floor(x) unevaluated; it is zero almost everywhere.
+        e = e.replace(
+            lambda t: isinstance(t, (sympy.Derivative, sympy.Subs)),
+            lambda t: sympy.Integer(0),
+        )
+        return float(e.evalf(30, subs=self.subs))
+
+    def d(self, i, j):
+        return self._value(sympy.diff(self.exprs[i], self.symbols[j]))
+
+    def d2(self, j, k):
+        return self._value(sympy.diff(self.exprs[0], self.symbols[j], self.symbols[k]))
+
+
+def close(a, b):
+    return a == pytest.approx(b, rel=REL, abs=1e-12)
+
+
+@pytest.fixture(params=sorted(NAMES), scope="module")
+def case(request):
+    fn = NAMES[request.param]
+    return fn, CORPUS[fn], Oracle(fn, CORPUS[fn])
+
+
+def test_jvp(case):
+    fn, point, oracle = case
+    direction = tuple(
+        0.3 + 0.2 * k if isinstance(v, float) else 0.0 for k, v in enumerate(point)
+    )
+    _out, out_dot = symdiff.jvp(fn, point, direction, target="python")
+    dots = out_dot if oracle.multi else (out_dot,)
+    for i, dot in enumerate(dots):
+        expected = sum(oracle.d(i, j) * direction[j] for j in _float_positions(point))
+        assert close(dot, expected)
+
+
+def test_vjp(case):
+    fn, point, oracle = case
+    _out, pullback = symdiff.vjp(fn, *point, target="python")
+    n_out = len(oracle.exprs)
+    cotangent = tuple(1.0 + 0.5 * i for i in range(n_out))
+    cts = pullback(cotangent if oracle.multi else cotangent[0])
+    assert len(cts) == len(point)
+    for j in _float_positions(point):
+        expected = sum(cotangent[i] * oracle.d(i, j) for i in range(n_out))
+        assert close(cts[j], expected)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])
+def test_jacobian(case, mode):
+    fn, point, oracle = case
+    wrt = _float_positions(point)
+    jac = symdiff.jacobian(fn, argnums=wrt, mode=mode, target="python")
+    rows = jac(*point)
+    rows = rows if oracle.multi else (rows,)
+    for i, row in enumerate(rows):
+        for k, j in enumerate(wrt):
+            assert close(row[k], oracle.d(i, j))
+    expected_mode = (
+        mode
+        if mode != "auto"
+        else ("forward" if len(wrt) < len(oracle.exprs) else "reverse")
+    )
+    assert jac.mode == expected_mode
+
+
+def test_hessian_and_hvp(case):
+    fn, point, oracle = case
+    if oracle.multi:
+        pytest.skip("hessian is for scalar functions")
+    wrt = _float_positions(point)
+    h = symdiff.hessian(fn, argnums=wrt, target="python")(*point)
+    for a, j in enumerate(wrt):
+        for b, k in enumerate(wrt):
+            assert close(h[a][b], oracle.d2(j, k))
+    v = tuple(
+        0.5 - 0.25 * k if isinstance(x, float) else 0.0 for k, x in enumerate(point)
+    )
+    hv = symdiff.hvp(fn, point, v, target="python")
+    for j in wrt:
+        assert close(hv[j], sum(oracle.d2(j, k) * v[k] for k in wrt))
+
+
+def test_corpus_size():
+    assert len(CORPUS) >= 40
+
+
+# -- conventions, modes, and compiled kernels -----------------------------------------
+def wide(x):
+    a, b, c, d = math.sin(x), math.sin(2 * x), math.sin(3 * x), math.sin(4 * x)
+    e, f, g, h = math.cos(x), math.cos(2 * x), math.cos(3 * x), math.cos(4 * x)
+    return a, b, c, d, e, f, g, h, a * e, b * f, c * g, d * h
+
+
+def tall(a, b, c, d, e, f, g, h, i, j):
+    return a * b + c * d + e * f + g * h + i * j
+
+
+def test_auto_mode_follows_the_shape():
+    forward = symdiff.jacobian(wide)
+    assert forward.mode == "forward"
+    assert "mode: forward" in forward.source
+    reverse = symdiff.jacobian(tall, argnums=tuple(range(10)))
+    assert reverse.mode == "reverse"
+    # the chosen mode is the cheaper one: compare with the other
+    other = symdiff.jacobian(wide, mode="reverse")
+    assert forward.op_counts["total"] <= other.op_counts["total"]
+
+
+def test_compiled_transforms_match_python_target():
+    for fn in (rosen := NAMES["rosen2"], NAMES["two_outputs"]):
+        point = CORPUS[fn]
+        cpu = symdiff.jacobian(fn, argnums=(0, 1))(*point)
+        python = symdiff.jacobian(fn, argnums=(0, 1), target="python")(*point)
+        cpu, python = (
+            (cpu, python) if isinstance(cpu[0], tuple) else ((cpu,), (python,))
+        )
+        for row_cpu, row_python in zip(cpu, python, strict=True):
+            assert row_cpu == pytest.approx(row_python, rel=1e-14)
+    assert symdiff.hessian(rosen, argnums=(0, 1))(1.0, 1.0) == (
+        (802.0, -400.0),
+        (-400.0, 200.0),
+    )
+    assert symdiff.jvp(rosen, (1.0, 1.0), (1.0, 0.0)) == (0.0, 0.0)
+
+
+def test_jax_conventions():
+    out, pullback = symdiff.vjp(lambda x: x * x, 3.0)
+    assert out == 9.0 and pullback(1.0) == (6.0,)
+    assert symdiff.hessian(lambda x: x**3)(2.0) == 12.0
+    assert symdiff.jacobian(lambda x: x**3)(2.0) == 12.0
+    with pytest.raises(symdiff.ArgumentError, match="tuple or list"):
+        symdiff.jvp(lambda x: x, 1.0, 1.0)
+    with pytest.raises(symdiff.ArgumentError, match="2 primals but 1 tangents"):
+        symdiff.jvp(lambda x, y: x, (1.0, 2.0), (1.0,))
+    with pytest.raises(symdiff.ArgumentError, match="mode must be one of"):
+        symdiff.jacobian(lambda x: x, mode="sideways")
+    with pytest.raises(symdiff.ArgumentError, match="output's structure"):
+        symdiff.vjp(lambda x: (x, x), 1.0)[1](1.0)
+
+
+# -- stop_gradient and custom rules -----------------------------------------------------
+def with_stop(x, y):
+    return x * symdiff.stop_gradient(x * y) + y
+
+
+@symdiff.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+def clip_fwd(x):
+    return clip_gradient(x), ()
+
+
+def clip_bwd(res, g):
+    return (max(min(g, 0.5), -0.5),)
+
+
+clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+
+@symdiff.custom_vjp
+def safe_log(x):
+    return math.log(x)
+
+
+def safe_log_fwd(x):
+    return safe_log(x), x
+
+
+def safe_log_bwd(x, g):
+    return (g / x if x > 1e-12 else 0.0,)
+
+
+safe_log.defvjp(safe_log_fwd, safe_log_bwd)
+
+
+def uses_custom(x):
+    return 3.0 * clip_gradient(x) + safe_log(x * x)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_stop_gradient(target):
+    g = symdiff.grad(with_stop, argnums=(0, 1), target=target)
+    assert g(2.0, 3.0) == (6.0, 1.0)
+    assert symdiff.jvp(with_stop, (2.0, 3.0), (1.0, 0.0), target=target)[1] == 6.0
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_custom_vjp_in_both_modes(target):
+    # clip_gradient's rule clips the partial at 0.5: d/dx 3*clip(x) = 3 * 0.5
+    g = symdiff.grad(uses_custom, target=target)
+    assert g(2.0) == pytest.approx(1.5 + 2.0 / 2.0)
+    assert symdiff.jvp(uses_custom, (2.0,), (1.0,), target=target)[1] == pytest.approx(
+        2.5
+    )
+    assert symdiff.grad(clip_gradient, target=target)(5.0) == 0.5
+    assert symdiff.jit(uses_custom, target=target)(2.0) == pytest.approx(
+        6.0 + math.log(4.0)
+    )
+
+
+@symdiff.custom_vjp
+def no_rules(x):
+    return x
+
+
+def test_custom_vjp_without_rules_is_a_clear_error():
+    with pytest.raises(symdiff.TranslationError, match="custom_vjp without rules"):
+        symdiff.grad(lambda x: no_rules(x) * 2.0, target="python")(1.0)
+
+
+# -- SymPy expressions as input ---------------------------------------------------------
+def test_from_sympy():
+    x, y, z = sympy.symbols("x y z", real=True)
+    expr = (
+        sympy.exp(x * y) * sympy.sin(z)
+        + sympy.sqrt(x**2 + 1) / (y + 3)
+        + sympy.Piecewise((x, y > 0), (-x, True))
+        + sympy.Max(x, z)
+        + sympy.atan2(y, x)
+    )
+    f = symdiff.from_sympy(expr, [x, y, z])
+    point = {x: 0.7, y: 0.4, z: -1.2}
+    args = (0.7, 0.4, -1.2)
+    assert f(*args) == pytest.approx(float(expr.subs(point)), rel=1e-13)
+    grads = f.grad(*args)
+    for s, g in zip((x, y, z), grads, strict=True):
+        assert g == pytest.approx(float(sympy.diff(expr, s).subs(point)), rel=1e-12)
+    hess = f.hessian(*args)
+    assert hess[0][1] == pytest.approx(
+        float(sympy.diff(expr, x, y).subs(point)), rel=1e-12
+    )
+    vec = symdiff.from_sympy([x * y, y * z], [x, y, z])
+    assert vec.jacobian(1.0, 2.0, 3.0) == ((2.0, 1.0, 0.0), (0.0, 3.0, 2.0))
+
+
+def test_from_sympy_fifty_terms():
+    xs = sympy.symbols("x0:5", real=True)
+    expr = sum(
+        sympy.sin((k + 1) * xs[k % 5]) * sympy.exp(xs[(k + 1) % 5] / (k + 1))
+        for k in range(50)
+    )
+    f = symdiff.from_sympy(expr, xs)
+    point = (0.1, 0.2, 0.3, 0.4, 0.5)
+    subs = dict(zip(xs, point, strict=True))
+    expected = [float(sympy.diff(expr, s).subs(subs)) for s in xs]
+    assert f.grad(*point) == pytest.approx(expected, rel=1e-12)
