@@ -33,7 +33,17 @@ from symdiff.errors import (
     SymdiffError,
     TranslationError,
 )
-from symdiff.symbolic import from_sympy
+
+
+def from_sympy(expr, symbols, *, target="cpu"):  # type: ignore[no-untyped-def]
+    """Compile a SymPy expression; see :func:`symdiff.symbolic.from_sympy`.
+
+    A thin wrapper, so that ``import symdiff`` does not import SymPy.
+    """
+    from symdiff.symbolic import from_sympy as build
+
+    return build(expr, symbols, target=target)
+
 
 __all__ = [
     "ArgumentError",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symdiff import __version__
-from symdiff.backend.jit import load_source, njit, python_kernel
+from symdiff.backend.jit import compile_kernel, load_source, python_kernel
 from symdiff.backend.printer import Printer
 from symdiff.frontend.lower import Traced, trace
 from symdiff.ir.listing import listing
@@ -87,12 +87,12 @@ def build_kernel(
     if plan.mode:
         header.append(f"mode: {plan.mode}")
     source = Printer().function(name, sched, plan.returns, header, sections)
-    python = load_source(source, name)
-    t3 = time.perf_counter()
     if jit:
-        compiled = njit(python)
+        python, compiled = compile_kernel(source, name)
     else:
+        python = load_source(source, name)
         compiled = python_kernel(load_source(source, name, ieee_math=True))
+    t3 = time.perf_counter()
     timings = {"trace": t1 - t0, "differentiate+schedule": t2 - t1, "print": t3 - t2}
     return Kernel(
         name,

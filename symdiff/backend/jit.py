@@ -106,8 +106,30 @@ def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[...
     return fn  # type: ignore[no-any-return]
 
 
-def njit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap ``fn`` with Numba under symdiff's JIT policy (compiled on first call)."""
+def njit(fn: Callable[..., Any], cache: bool = False) -> Callable[..., Any]:
+    """Wrap ``fn`` with Numba under symdiff's JIT policy (compiled on first call).
+
+    ``cache=True`` keeps the machine code on disk beside ``fn``'s module.
+    """
     import numba  # imported here: `import symdiff` must stay light
 
-    return numba.njit(**NJIT_OPTIONS)(fn)  # type: ignore[no-any-return]
+    options = dict(NJIT_OPTIONS, cache=cache)
+    return numba.njit(**options)(fn)  # type: ignore[no-any-return]
+
+
+def compile_kernel(source: str, name: str) -> tuple[Callable[..., Any], Any]:
+    """The plain function and its Numba dispatcher, through the disk cache when
+    it is enabled (see :mod:`symdiff.cache`)."""
+    from symdiff import cache
+
+    if cache.enabled():
+        try:
+            path = cache.cached_module_path(source, name, NJIT_OPTIONS)
+        except OSError:
+            pass  # an unwritable cache folder: compile in memory
+        else:
+            python = cache.load_function(path, name)
+            cache.discard_unreadable_machine_code(path)
+            return python, njit(python, cache=True)
+    python = load_source(source, name)
+    return python, njit(python)

@@ -1,0 +1,149 @@
+"""The on-disk kernel cache: generated modules and Numba's machine code.
+
+A kernel is keyed by its generated source (which is a function of the user's
+function, every helper it calls and the transform), symdiff's and Numba's versions,
+the Python version and the JIT options.  The source is written as a real module
+(atomically: a temporary file, then ``os.replace``), and Numba compiles it with
+``cache=True``, so its machine code lands beside it and a new process loads it
+instead of compiling.  A module whose text does not match what it should hold
+(truncated, edited, corrupt) is rewritten, never trusted.
+
+The folder is ``$SYMDIFF_CACHE_DIR``, else ``$XDG_CACHE_HOME/symdiff``, else
+``~/.cache/symdiff``; ``SYMDIFF_CACHE=0`` turns the disk cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from symdiff import __version__
+
+
+def cache_root() -> Path:
+    """The cache folder (not created)."""
+    env = os.environ.get("SYMDIFF_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(base).expanduser() / "symdiff"
+
+
+def enabled() -> bool:
+    return os.environ.get("SYMDIFF_CACHE", "1").lower() not in ("0", "false", "no")
+
+
+def _numba_version() -> str:
+    from importlib.metadata import version
+
+    return version("numba")
+
+
+def kernel_key(source: str, name: str, options: dict[str, Any]) -> str:
+    """A digest of everything the compiled kernel depends on."""
+    parts = [
+        source,
+        name,
+        __version__,
+        _numba_version(),
+        sys.version,
+        repr(sorted(options.items())),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def cached_module_path(source: str, name: str, options: dict[str, Any]) -> Path:
+    """The module file holding ``source``, written (or repaired) if needed."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"{name}_{kernel_key(source, name, options)[:20]}.py"
+    try:
+        current = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current != source:
+        _write_atomically(path, source)
+    return path
+
+
+def discard_unreadable_machine_code(path: Path) -> None:
+    """Delete Numba's cache files for the module at ``path`` if any is unreadable.
+
+    Numba trusts its index and data files and fails on a truncated one; reading
+    them first (as Numba does: a pickled version, then a pickled payload) lets a
+    corrupt entry be rebuilt instead.
+    """
+    import pickle
+
+    folder = path.parent / "__pycache__"
+    if not folder.is_dir():
+        return
+    files = sorted(folder.glob(f"{path.stem}.*"))
+    try:
+        for file in files:
+            with open(file, "rb") as handle:
+                if file.suffix == ".nbi":
+                    pickle.load(handle)
+                    pickle.loads(handle.read())
+                else:
+                    pickle.loads(handle.read())
+    except Exception:  # any unreadable file: drop the whole entry
+        for file in files:
+            file.unlink(missing_ok=True)
+
+
+def load_function(path: Path, name: str) -> Callable[..., Any]:
+    """Import the module at ``path`` and return its function ``name``."""
+    module_name = f"symdiff_cache_{path.stem}"
+    module = sys.modules.get(module_name)
+    if module is None or getattr(module, "__file__", None) != str(path):
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[module_name] = module
+    fn = getattr(module, name)
+    assert callable(fn)
+    return fn  # type: ignore[no-any-return]
+
+
+def info() -> dict[str, Any]:
+    """Where the cache is, how many kernels it holds and their size on disk."""
+    root = cache_root()
+    files = [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+    return {
+        "path": str(root),
+        "enabled": enabled(),
+        "kernels": sum(1 for p in files if p.suffix == ".py" and p.parent == root),
+        "files": len(files),
+        "bytes": sum(p.stat().st_size for p in files),
+    }
+
+
+def clear() -> int:
+    """Delete the cache folder; returns the number of files removed."""
+    root = cache_root()
+    if not root.exists():
+        return 0
+    count = sum(1 for p in root.rglob("*") if p.is_file())
+    shutil.rmtree(root, ignore_errors=True)
+    return count
