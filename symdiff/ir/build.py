@@ -14,6 +14,7 @@ constructors distribute ``mul``/``div``/``neg``/``add`` over selects with a zero
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from symdiff.ir.node import Node, constant, is_one, is_zero, make
@@ -223,7 +224,7 @@ def truth(a: Node) -> Node:
     return _plain("ne", a, _zero_like(a.dtype))
 
 
-_SPECIAL = {
+_SPECIAL: dict[str, Callable[..., Node]] = {
     "add": add,
     "sub": sub,
     "mul": mul,
