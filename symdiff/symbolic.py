@@ -68,6 +68,8 @@ SYMPY: dict[str, Callable[..., Any]] = {
     "erfc":     sympy.erfc,
     "atan2":    sympy.atan2,
     "hypot":    lambda a, b: sympy.sqrt(a**2 + b**2),
+    "sigmoid":  lambda a: 1 / (1 + sympy.exp(-a)),
+    "softplus": lambda a: sympy.log(1 + sympy.exp(a)),
     "lt":       sympy.Lt,
     "le":       sympy.Le,
     "gt":       sympy.Gt,

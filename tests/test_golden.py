@@ -34,9 +34,10 @@ def _normalise(source: str) -> str:
 def test_generated_source_is_pinned(name):
     source = _normalise(CASES[name]().source)
     path = GOLDEN / f"{name}.py.txt"
-    if os.environ.get("SYMDIFF_UPDATE_GOLDEN") or not path.exists():
+    update = os.environ.get("SYMDIFF_UPDATE_GOLDEN", "") not in ("", "0")
+    if update or not path.exists():
         path.write_text(source)
-        if not os.environ.get("SYMDIFF_UPDATE_GOLDEN"):
+        if not update:
             pytest.fail(f"wrote missing golden file {path.name}; rerun")
     assert source == path.read_text()
 

@@ -60,6 +60,8 @@ SPECS = {
     "erfc": [(-3, 3)],
     "atan2": [(-3, 3), (0.2, 3)],
     "hypot": [(-3, 3), (0.2, 3)],
+    "sigmoid": [(-3, 3)],
+    "softplus": [(-3, 3)],
     "lt": None,
     "le": None,
     "gt": None,

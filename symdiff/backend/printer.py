@@ -65,6 +65,8 @@ TEMPLATES: dict[str, tuple[str, int, int, int]] = {
     "erfc":     ("math.erfc({0})",     P_ATOM,  0,        0),
     "atan2":    ("math.atan2({0}, {1})", P_ATOM, 0,       0),
     "hypot":    ("math.hypot({0}, {1})", P_ATOM, 0,       0),
+    "sigmoid":  ("1.0 / (1.0 + math.exp(-{0}))", P_MUL, P_UNARY + 1, 0),
+    "softplus": ("max({0}, 0.0) + math.log1p(math.exp(-abs({0})))", P_ADD, 0, 0),
     "lt":       ("{0} < {1}",          P_CMP,   P_CMP + 1, P_CMP + 1),
     "le":       ("{0} <= {1}",         P_CMP,   P_CMP + 1, P_CMP + 1),
     "gt":       ("{0} > {1}",          P_CMP,   P_CMP + 1, P_CMP + 1),
@@ -121,6 +123,15 @@ class Printer:
         template, prec, left, right = TEMPLATES[node.op]
         if template == "{-1}":
             return self.expr(node.args[-1], names)
+        arg = node.args[0] if node.args else None
+        if (
+            node.op == "sigmoid"
+            and arg is not None
+            and arg.op == "neg"
+            and arg not in names
+        ):
+            # s(-y) reads better as 1 / (1 + exp(y)) than with exp(-(-y))
+            template, node = "1.0 / (1.0 + math.exp({0}))", arg
         parts = []
         for i, arg in enumerate(node.args):
             text, arg_prec = self.expr(arg, names)
@@ -131,7 +142,7 @@ class Printer:
                 text = f"({text})"
             parts.append(text)
         for prefix, line in _MODULES.items():
-            if template.startswith(prefix):
+            if prefix in template:
                 self.imports.add(line)
         return template.format(*parts), prec
 

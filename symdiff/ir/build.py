@@ -125,9 +125,30 @@ def mul(a: Node, b: Node) -> Node:
     return _plain("mul", a, b)
 
 
+def _one_plus_exp(node: Node) -> Node | None:
+    """For ``1 + exp(y)`` (either order) return ``y``."""
+    if node.op != "add":
+        return None
+    a, b = node.args
+    if is_one(a) and b.op == "exp":
+        return b.args[0]
+    if is_one(b) and a.op == "exp":
+        return a.args[0]
+    return None
+
+
 def div(a: Node, b: Node) -> Node:
     if is_one(b) and a.dtype == "float64":
         return a
+    # The logistic written by hand, 1/(1 + exp(-x)) or exp(x)/(1 + exp(x)), becomes
+    # the sigmoid op: same value, but its derivative s*(1-s) stays finite where
+    # exp(-x) overflows (the chain rule through the spelling gives 0 * inf).
+    y = _one_plus_exp(b)
+    if y is not None:
+        if is_one(a):
+            return apply("sigmoid", neg(y))
+        if a.op == "exp" and a.args[0] is y:
+            return apply("sigmoid", y)
     arm = _zero_arm(a)
     if arm:
         return _rearm(arm[0], div(arm[1], b), arm[2])
@@ -156,6 +177,21 @@ def pow_(a: Node, b: Node) -> Node:
         # return a float otherwise, so compute in floating point.
         a = apply("float", a)
     return _plain("pow", a, b)
+
+
+def log(a: Node) -> Node:
+    # log(1 + exp(x)) -> softplus(x), evaluated as max(x, 0) + log1p(exp(-|x|)),
+    # which neither overflows for large x nor loses the tail for very negative x.
+    y = _one_plus_exp(a)
+    if y is not None:
+        return apply("softplus", y)
+    return _plain("log", a)
+
+
+def log1p(a: Node) -> Node:
+    if a.op == "exp":
+        return apply("softplus", a.args[0])
+    return _plain("log1p", a)
 
 
 def to_float(a: Node) -> Node:
@@ -232,6 +268,8 @@ _SPECIAL: dict[str, Callable[..., Node]] = {
     "neg": neg,
     "pow": pow_,
     "float": to_float,
+    "log": log,
+    "log1p": log1p,
     "select": select,
     "and": logical_and,
     "or": logical_or,

@@ -41,6 +41,9 @@ class OpSpec:
     kind: str
     dtype_rule: str
     impl: Callable[..., Any] | None
+    #: (arithmetic, transcendental) operations the printed form performs, when it
+    #: is more than one op of its kind (see :data:`COSTS`).
+    cost: tuple[int, int] | None = None
 
 
 def _floordiv(a: Any, b: Any) -> Any:
@@ -71,6 +74,19 @@ def _erfc(a: Any) -> float:
 
 def _select(c: Any, a: Any, b: Any) -> Any:
     return a if c else b
+
+
+def _sigmoid(a: Any) -> Any:
+    a = np.float64(a)
+    if a >= 0:
+        return 1.0 / (1.0 + np.exp(-a))
+    e = np.exp(a)
+    return e / (1.0 + e)
+
+
+def _softplus(a: Any) -> Any:
+    a = np.float64(a)
+    return max(a, 0.0) + np.log1p(np.exp(-abs(a)))
 
 
 _F = np.float64
@@ -122,6 +138,9 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("erfc",     1, TRANSCENDENTAL, FLOAT,     _erfc),
     ("atan2",    2, TRANSCENDENTAL, FLOAT,     lambda a, b: np.arctan2(_F(a), _F(b))),
     ("hypot",    2, TRANSCENDENTAL, FLOAT,     lambda a, b: np.hypot(_F(a), _F(b))),
+    # Recognised from the user's spelling (ir/build.py), printed in stable forms.
+    ("sigmoid",  1, TRANSCENDENTAL, FLOAT,     _sigmoid),
+    ("softplus", 1, TRANSCENDENTAL, FLOAT,     _softplus),
     ("lt",       2, COMPARE,        BOOL,      lambda a, b: bool(a < b)),
     ("le",       2, COMPARE,        BOOL,      lambda a, b: bool(a <= b)),
     ("gt",       2, COMPARE,        BOOL,      lambda a, b: bool(a > b)),
@@ -135,7 +154,17 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
 ]
 # fmt: on
 
-OPS: dict[str, OpSpec] = {row[0]: OpSpec(*row) for row in _ROWS}
+#: Ops printed as more than one operation: (arithmetic, transcendental) counts.
+COSTS: dict[str, tuple[int, int]] = {
+    "sigmoid": (3, 1),  # 1 / (1 + exp(-x))
+    "softplus": (4, 2),  # max(x, 0) + log1p(exp(-abs(x)))
+}
+
+#: Ops whose printed form uses an operand more than once: the scheduler gives
+#: their operands names, so that nothing is computed twice.
+REPEATS_OPERANDS = frozenset({"softplus"})
+
+OPS: dict[str, OpSpec] = {row[0]: OpSpec(*row, cost=COSTS.get(row[0])) for row in _ROWS}
 
 #: Ops whose value does not depend on its operands' values continuously: no
 #: derivative flows through them (comparisons, logic) or it is zero (floor, ceil...).

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from symdiff.ir.node import Node, topological, use_counts
-from symdiff.ir.ops import ARITH, OPS, TRANSCENDENTAL
+from symdiff.ir.ops import ARITH, OPS, REPEATS_OPERANDS, TRANSCENDENTAL
 
 #: Largest number of ops inlined into one expression.
 MAX_INLINE = 3
@@ -43,9 +43,12 @@ class Schedule:
             "select": 0,
         }
         for node in self.nodes:
-            kind = OPS[node.op].kind
-            if kind in counts:
-                counts[kind] += 1
+            spec = OPS[node.op]
+            if spec.cost is not None:
+                counts[ARITH] += spec.cost[0]
+                counts[TRANSCENDENTAL] += spec.cost[1]
+            elif spec.kind in counts:
+                counts[spec.kind] += 1
         counts["total"] = counts[ARITH] + counts[TRANSCENDENTAL]
         return counts
 
@@ -106,6 +109,8 @@ def schedule(
     size: dict[Node, int] = {}
     materialise: set[Node] = set(outputs)
     for node in order:
+        if node.op in REPEATS_OPERANDS:
+            materialise.update(a for a in node.args if a.op not in ("param", "const"))
         size[node] = 1 + sum(size.get(a, 0) for a in node.args if a not in materialise)
         if counts.get(node, 0) > 1 or node in hints or size[node] > MAX_INLINE:
             materialise.add(node)

@@ -122,6 +122,10 @@ PARTIALS: dict[str, Rule] = {
     "erfc":     lambda a, out: (neg(_erf_partial(a)),),
     "atan2":    _atan2_partials,
     "hypot":    _hypot_partials,
+    # s' = s(x) s(-x): finite where exp(-x) overflows, and unlike s (1 - s) no
+    # cancellation for large x (seed 001 section 14)
+    "sigmoid":  lambda a, out: (mul(out, apply("sigmoid", neg(a))),),
+    "softplus": lambda a, out: (apply("sigmoid", a),),
     "lt":       _no_derivative,
     "le":       _no_derivative,
     "gt":       _no_derivative,
