@@ -1,0 +1,338 @@
+"""What a command works on: ``FILE.py:FUNC``, ``--wrt`` and points (``--at``).
+
+A target file is imported as a module (symdiff resolves the names a function uses
+to live objects, so the file must run), with its own printing captured: it is
+shown only if the import fails, so that a script that prints at import time does
+not garble the command's output.  Problems with what the user typed are usage
+errors (exit 2); problems found in the user's code are failures (exit 1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import importlib
+import importlib.util
+import inspect
+import io
+import math
+import os
+import sys
+import traceback
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from symdiff.compiled import Compiled
+
+
+class Failure(click.ClickException):
+    """A failure that is not the user's typing: exit status 1."""
+
+
+def bad_target(message: str) -> click.BadParameter:
+    return click.BadParameter(message, param_hint="'FILE.py:FUNC'")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A function named on the command line.
+
+    ``fn`` is the function to differentiate (a symdiff-decorated function is
+    unwrapped to the user's own), ``params`` its positional parameter names.
+    """
+
+    spec: str
+    where: str
+    is_file: bool
+    name: str
+    fn: Callable[..., Any]
+    params: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"`{self.name}` ({self.where})"
+
+
+def load_target(spec: str) -> Target:
+    """Resolve ``path/to/file.py:func`` or ``package.module:func``."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name:
+        raise bad_target(
+            f"expected FILE.py:FUNC (or module:FUNC), got {spec!r}; "
+            "for example examples/seed004_chain.py:z"
+        )
+    is_file = where.endswith(".py") or os.sep in where or "/" in where
+    module = _import_file(where) if is_file else _import_module(where)
+    fn = _lookup(module, where, name)
+    if isinstance(fn, Compiled):
+        # The user's own function under a symdiff decorator (update_wrapper).
+        fn = getattr(fn, "__wrapped__", fn)
+    return Target(spec, where, is_file, name, fn, _positional(fn))
+
+
+def _import_module(name: str) -> types.ModuleType:
+    try:
+        return importlib.import_module(name)
+    except SyntaxError as exc:
+        raise Failure(syntax_error_message(exc)) from None
+    except ImportError as exc:
+        raise bad_target(f"cannot import module {name!r}: {exc}") from None
+
+
+def _import_file(path: str) -> types.ModuleType:
+    if not os.path.exists(path):
+        raise bad_target(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise bad_target(f"{path} is a directory; expected a Python file")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    # Registered under its own name so that it can import its neighbours and be
+    # found by pickle/dataclasses, unless that name belongs to another module.
+    taken = sys.modules.get(stem)
+    same = taken is not None and _same_file(getattr(taken, "__file__", None), path)
+    module_name = stem if (taken is None or same) and stem.isidentifier() else None
+    module_name = module_name or f"_symdiff_user_{abs(hash(os.path.abspath(path)))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise bad_target(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(module_name, None)
+        raise Failure(syntax_error_message(exc)) from None
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(module_name, None)
+        message = _import_failure(path, exc)
+        if printed.getvalue():
+            message += "\nits output before the error:\n" + printed.getvalue().rstrip()
+        raise Failure(message) from None
+    return module
+
+
+def _same_file(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def syntax_error_message(exc: SyntaxError) -> str:
+    """``file:line:col: syntax error: msg``, then the line with a caret."""
+    kind = "indentation error" if isinstance(exc, IndentationError) else "syntax error"
+    where = display_path(exc.filename or "<unknown>")
+    col = exc.offset or 1
+    lines = [f"{where}:{exc.lineno}:{col}: {kind}: {exc.msg}"]
+    if exc.text:
+        text = exc.text.rstrip("\n")
+        stripped = text.lstrip()
+        caret = max(col - 1 - (len(text) - len(stripped)), 0)
+        end = exc.end_offset if exc.end_offset and exc.end_offset > col else col + 1
+        lines += ["    " + stripped, "    " + " " * caret + "^" + "~" * (end - col - 1)]
+    return "\n".join(lines)
+
+
+def _import_failure(path: str, exc: BaseException) -> str:
+    """Where in the user's file an exception raised at import time came from."""
+    target = os.path.abspath(path)
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == target:
+            line = frame.lineno
+    where = f"{display_path(path)}:{line}" if line else display_path(path)
+    if isinstance(exc, SystemExit):
+        return f"{where}: the file called sys.exit({exc.code!r}) while being imported"
+    return f"{where}: importing the file raised {type(exc).__name__}: {exc}"
+
+
+def _lookup(module: types.ModuleType, where: str, name: str) -> Callable[..., Any]:
+    obj: Any = module
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise bad_target(
+                f"{where} has no function `{name}`{_suggest(module, name)}"
+            )
+    if not callable(obj):
+        raise bad_target(
+            f"`{name}` in {where} is a {type(obj).__name__}, not a function"
+        )
+    return obj  # type: ignore[no-any-return]
+
+
+def _suggest(module: types.ModuleType, name: str) -> str:
+    functions = sorted(
+        key
+        for key, value in vars(module).items()
+        if callable(value)
+        and not isinstance(value, type)
+        and getattr(value, "__module__", None) == module.__name__
+    )
+    close = difflib.get_close_matches(name, functions, n=1)
+    if close:
+        return f"; did you mean `{close[0]}`?"
+    if functions:
+        shown = ", ".join(functions[:8]) + (", ..." if len(functions) > 8 else "")
+        return f" (functions defined there: {shown})"
+    return ""
+
+
+def _positional(fn: Callable[..., Any]) -> tuple[str, ...]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in params if p.kind in kinds)
+
+
+# -- --wrt --------------------------------------------------------------------------
+def parse_wrt(target: Target, wrt: str | None) -> int | tuple[int, ...]:
+    """``--wrt x,y`` or ``--wrt 0,1`` as ``argnums``; every parameter by default.
+
+    One parameter gives an int (derivatives come back as numbers, as with
+    ``symdiff.grad(f)``), several a tuple.
+    """
+    params = target.params
+    if not params:
+        raise Failure(f"{target.label} takes no arguments: nothing to differentiate")
+    if wrt is None:
+        return 0 if len(params) == 1 else tuple(range(len(params)))
+    argnums: list[int] = []
+    for item in (part.strip() for part in wrt.split(",")):
+        index = _wrt_index(target, item)
+        if index in argnums:
+            raise click.BadParameter(
+                f"`{params[index]}` is given twice", param_hint="'--wrt'"
+            )
+        argnums.append(index)
+    return argnums[0] if len(argnums) == 1 else tuple(argnums)
+
+
+def _wrt_index(target: Target, item: str) -> int:
+    params = target.params
+    listed = f"`{target.name}` takes {', '.join(params)}"
+    if not item:
+        raise click.BadParameter(
+            f"empty name in the list; {listed}", param_hint="'--wrt'"
+        )
+    if item.lstrip("-").isdigit():
+        index = int(item)
+        if not -len(params) <= index < len(params):
+            raise click.BadParameter(
+                f"index {index} is out of range; {listed}", param_hint="'--wrt'"
+            )
+        return index % len(params)
+    if item in params:
+        return params.index(item)
+    close = difflib.get_close_matches(item, params, n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    raise click.BadParameter(
+        f"`{item}` is not a parameter; {listed}{hint}", param_hint="'--wrt'"
+    )
+
+
+def wrt_names(target: Target, argnums: int | tuple[int, ...]) -> list[str]:
+    indices = (argnums,) if isinstance(argnums, int) else argnums
+    return [target.params[i] for i in indices]
+
+
+# -- points -------------------------------------------------------------------------
+def parse_point(target: Target, text: str) -> tuple[float, ...]:
+    """``--at x=1,y=2`` (or ``--at 1,2``, in parameter order) as a tuple of floats."""
+    params = target.params
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    values: dict[str, float] = {}
+    for k, item in enumerate(items):
+        name, eq, raw = item.partition("=")
+        if not eq and k >= len(params):
+            raise click.BadParameter(
+                f"{len(items)} values for `{target.name}`, which takes "
+                f"{len(params)} ({', '.join(params)})",
+                param_hint="'--at'",
+            )
+        if not eq:
+            name, raw = params[k], item
+        name = name.strip()
+        if name not in params:
+            raise click.BadParameter(
+                f"`{name}` is not a parameter of `{target.name}` "
+                f"(it takes {', '.join(params)})",
+                param_hint="'--at'",
+            )
+        if name in values:
+            raise click.BadParameter(f"`{name}` is given twice", param_hint="'--at'")
+        values[name] = _number(raw, "--at", name)
+    missing = [p for p in params if p not in values]
+    if missing:
+        raise click.BadParameter(
+            f"no value for {', '.join(missing)} in {text!r}; "
+            f"give every parameter, e.g. {_example_point(params)}",
+            param_hint="'--at'",
+        )
+    return tuple(values[p] for p in params)
+
+
+def _example_point(params: Sequence[str]) -> str:
+    return ",".join(f"{p}={k + 1}.0" for k, p in enumerate(params))
+
+
+def _number(raw: str, option: str, name: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise click.BadParameter(
+            f"`{name}={raw.strip()}`: {raw.strip()!r} is not a number",
+            param_hint=f"'{option}'",
+        ) from None
+
+
+def parse_domains(
+    target: Target, texts: Sequence[str], default: tuple[float, float]
+) -> dict[str, tuple[float, float]]:
+    """``--domain x=0.1:2,y=-1:1`` as ``{name: (low, high)}`` for every parameter."""
+    domains = dict.fromkeys(target.params, default)
+    for text in texts:
+        for item in (part.strip() for part in text.split(",") if part.strip()):
+            name, eq, bounds = item.partition("=")
+            low, colon, high = bounds.partition(":")
+            name = name.strip()
+            if not eq or not colon:
+                raise click.BadParameter(
+                    f"expected NAME=LOW:HIGH, got {item!r}", param_hint="'--domain'"
+                )
+            if name not in domains:
+                raise click.BadParameter(
+                    f"`{name}` is not a parameter of `{target.name}` "
+                    f"(it takes {', '.join(target.params)})",
+                    param_hint="'--domain'",
+                )
+            lo, hi = _number(low, "--domain", name), _number(high, "--domain", name)
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise click.BadParameter(
+                    f"`{item}`: need finite LOW < HIGH", param_hint="'--domain'"
+                )
+            domains[name] = (lo, hi)
+    return domains
+
+
+def format_point(params: Sequence[str], point: Sequence[float]) -> str:
+    return ", ".join(f"{p}={v:.6g}" for p, v in zip(params, point, strict=True))
