@@ -11,10 +11,10 @@ import numpy as np
 
 from symdiff.custom import custom_vjp
 from symdiff.errors import ArgumentError
-from symdiff.frontend.lower import trace
+from symdiff.frontend.lower import Traced, trace
 from symdiff.frontend.source import function_source
 from symdiff.kernel import Kernel, build_kernel
-from symdiff.transforms import Spec
+from symdiff.transforms import PLANNERS, Spec
 
 TARGETS = ("cpu", "python")
 
@@ -31,6 +31,30 @@ def _dtype_of(value: object) -> str | None:
     return None
 
 
+class _Composed:
+    """A transform used as the function of another (``grad(grad(f))``): its
+    planned outputs become the traced outputs the outer transform works on."""
+
+    def __init__(self, inner: Compiled):
+        self.inner = inner
+        self.__name__ = self.__qualname__ = f"{inner.__name__}_{inner._spec.kind}"
+        self.__signature__ = inner._signature
+
+    def __call__(self, *args: Any) -> Any:
+        return self.inner(*args)
+
+    def __symdiff_trace__(self, dtypes: tuple[str, ...]) -> Traced:
+        inner = self.inner
+        wrt = {i % len(dtypes) for i in inner._spec.wrt}
+        dtypes = tuple("float64" if i in wrt else d for i, d in enumerate(dtypes))
+        tracer = getattr(inner._fun, "__symdiff_trace__", None)
+        traced = tracer(dtypes) if tracer is not None else trace(inner._fun, dtypes)
+        plan = PLANNERS[inner._spec.kind](traced, inner._spec)
+        return Traced(
+            self.__name__, traced.params, plan.returns, plan.hints, traced.location
+        )
+
+
 class Compiled:
     """A compiled transform of a Python function.
 
@@ -42,13 +66,12 @@ class Compiled:
 
     def __init__(self, fun: Callable[..., Any], spec: Spec, target: str = "cpu"):
         if isinstance(fun, Compiled):
-            if fun._spec.kind != "jit":
+            if fun._spec.kind in ("jvp", "vjp", "hvp"):
                 raise ArgumentError(
                     f"cannot apply {spec.kind} to the {fun._spec.kind} of "
-                    f"`{fun.__name__}`: higher-order derivatives are not supported "
-                    "yet (symdiff.hessian is planned)"
+                    f"`{fun.__name__}`; transform `{fun.__name__}` itself instead"
                 )
-            fun = fun._fun
+            fun = fun._fun if fun._spec.kind == "jit" else _Composed(fun)
         if not callable(fun):
             raise ArgumentError(
                 f"{spec.kind} expects a function, got a `{type(fun).__name__}`"
@@ -229,15 +252,30 @@ class Compiled:
 
         kernel = self.kernel
         exprs = to_sympy(kernel.outputs)
+        fname = kernel.traced.name if kernel.traced.name.isidentifier() else "f"
+
+        def tex(name: str) -> str:
+            return str(sympy.latex(sympy.Symbol(name)))
+
+        # Output names follow the planners' patterns: x_bar, dout_dx, d2_dx_dy.
+        labels: dict[str, str] = {}
+        for a in kernel.plan.wrt:
+            labels[f"{a}_bar"] = rf"\frac{{\partial {fname}}}{{\partial {tex(a)}}}"
+            for b in kernel.plan.wrt:
+                labels[f"d2_d{a}_d{b}"] = (
+                    rf"\frac{{\partial^{{2}} {fname}}}"
+                    rf"{{\partial {tex(a)}\,\partial {tex(b)}}}"
+                )
         lines = []
         for name, expr in zip(kernel.output_names, exprs, strict=True):
-            label = name
-            fname = kernel.traced.name if kernel.traced.name.isidentifier() else "f"
-            if name.endswith("_bar"):
-                label = (
-                    rf"\frac{{\partial {fname}}}"
-                    rf"{{\partial {sympy.latex(sympy.Symbol(name[:-4]))}}}"
-                )
+            label = labels.get(name)
+            if label is None:
+                wrt = [w for w in kernel.plan.wrt if name.endswith(f"_d{w}")]
+                if name.startswith("d") and wrt:
+                    out = name[1 : -len(wrt[0]) - 2]
+                    label = rf"\frac{{\partial {tex(out)}}}{{\partial {tex(wrt[0])}}}"
+                else:
+                    label = rf"\mathrm{{{name.replace('_', chr(92) + '_')}}}"
             lines.append(f"{label} = {sympy.latex(expr)}")
         return "\n".join(lines)
 

@@ -852,3 +852,24 @@ def test_python_cli_py_and_python_m():
     assert (
         module.returncode == 0 and "Usage: symdiff [OPTIONS] COMMAND" in module.stdout
     )
+
+
+# -- cache ------------------------------------------------------------------------------
+def test_cache_info_and_clear(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from symdiff.cli import main
+
+    monkeypatch.setenv("SYMDIFF_CACHE_DIR", str(tmp_path / "kernels"))
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "k_0123.py").write_text("def k(x):\n    return x\n")
+    runner = CliRunner()
+    result = runner.invoke(main, ["cache", "info"])
+    assert result.exit_code == 0
+    assert f"cache:   {tmp_path / 'kernels'} (on)" in result.output
+    assert "kernels: 1 (1 files" in result.output
+    result = runner.invoke(main, ["cache", "info", "--json"])
+    assert json.loads(result.output)["kernels"] == 1
+    result = runner.invoke(main, ["cache", "clear"])
+    assert result.output.strip() == f"removed 1 file from {tmp_path / 'kernels'}"
+    assert not (tmp_path / "kernels").exists()

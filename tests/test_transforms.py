@@ -294,3 +294,31 @@ def test_from_sympy_fifty_terms():
     subs = dict(zip(xs, point, strict=True))
     expected = [float(sympy.diff(expr, s).subs(subs)) for s in xs]
     assert f.grad(*point) == pytest.approx(expected, rel=1e-12)
+
+
+# -- composing transforms -------------------------------------------------------------
+def cubic_mix(x, y):
+    return x**3 * y + math.sin(x) * y**2
+
+
+def test_transforms_compose():
+    x, y = 0.7, 1.3
+    d2x = symdiff.grad(symdiff.grad(cubic_mix))
+    assert d2x(x, y) == pytest.approx(6 * x * y - math.sin(x) * y**2, rel=1e-14)
+    d3x = symdiff.grad(symdiff.grad(symdiff.grad(cubic_mix)))
+    assert d3x(x, y) == pytest.approx(6 * y - math.cos(x) * y**2, rel=1e-14)
+    jac_of_grad = symdiff.jacobian(
+        symdiff.grad(cubic_mix, argnums=(0, 1)), argnums=(0, 1)
+    )
+    hess = symdiff.hessian(cubic_mix, argnums=(0, 1))
+    for row_a, row_b in zip(jac_of_grad(x, y), hess(x, y), strict=True):
+        assert row_a == pytest.approx(row_b, rel=1e-14)
+    with pytest.raises(symdiff.ArgumentError, match="transform `cubic_mix` itself"):
+        symdiff.grad(_vjp_compiled())
+
+
+def _vjp_compiled():
+    from symdiff.compiled import Compiled
+    from symdiff.transforms import Spec
+
+    return Compiled(cubic_mix, Spec("vjp", (0, 1)))

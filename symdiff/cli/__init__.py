@@ -13,6 +13,7 @@ import click
 
 from symdiff import __version__
 from symdiff.cli.bundle import compile_command
+from symdiff.cli.cache import cache_command
 from symdiff.cli.check import check_command
 from symdiff.cli.derivatives import grad_command, hessian_command, jacobian_command
 from symdiff.cli.graph import graph_command
@@ -46,6 +47,7 @@ def main(ctx: click.Context, color: bool | None) -> None:
       symdiff check examples/seed004_chain.py:z --samples 20
       symdiff compile examples/seed004_chain.py:z -o z_kernels.py
       symdiff graph examples/seed004_chain.py:z -o z.svg
+      symdiff cache info
     """
     if color is not None:
         ctx.color = color
@@ -58,5 +60,6 @@ for _command in (
     check_command,
     compile_command,
     graph_command,
+    cache_command,
 ):
     main.add_command(_command)

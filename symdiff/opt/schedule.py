@@ -101,7 +101,14 @@ def schedule(
         n for n in topological(roots) if n in needed and n.op not in ("param", "const")
     ]
     counts = use_counts(topological(outputs))
-    output_hint = dict(zip(outputs, output_hints, strict=False))
+    # An output that is also a forward value keeps a forward name: `dout_dr` must
+    # not label the cos(theta) that the forward pass computes.
+    forward = set(topological(first)) if first else set()
+    output_hint = {
+        node: hint
+        for node, hint in zip(outputs, output_hints, strict=False)
+        if node not in forward
+    }
     namer = _Namer()
     names: dict[Node, str] = {}
     for p in params:
