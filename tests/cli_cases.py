@@ -74,3 +74,13 @@ def returns_bool(x):
 
 def kink(x):
     return abs(x)
+
+
+def power(x, n, flag):
+    # An int exponent and a bool switch: --arg n=i64,flag=bool.
+    y = x**n
+    if flag:
+        return y + x
+    if n > 2:
+        return 2.0 * y
+    return y

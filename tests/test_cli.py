@@ -873,3 +873,498 @@ def test_cache_info_and_clear(tmp_path, monkeypatch):
     result = runner.invoke(main, ["cache", "clear"])
     assert result.output.strip() == f"removed 1 file from {tmp_path / 'kernels'}"
     assert not (tmp_path / "kernels").exists()
+
+
+# -- argument kinds (--arg, --infer-kinds) ----------------------------------------------
+TYPED = ("float64", "int64", "bool")  # power(x, n, flag) with --arg n=i64,flag=bool
+KIND_COMMANDS = ["grad", "jacobian", "hessian", "check", "compile", "graph"]
+
+
+def typed_kernel(transform, dtypes=TYPED, **options):
+    """The API's kernel of ``cases.power`` for one argument signature."""
+    return api(transform, cases.power, **options)._kernel(dtypes)
+
+
+def with_signature_line(source: str, signature: str) -> str:
+    head, sep, rest = source.partition("\n\n\n")
+    if "\nimport " in head:  # header comments, then imports
+        comments, _, imports = head.partition("\nimport ")
+        return f"{comments}\n# signature: ({signature})\nimport {imports}{sep}{rest}"
+    return f"{head}\n# signature: ({signature}){sep}{rest}"
+
+
+def test_arg_prints_the_kernel_for_that_signature():
+    out = run("grad", f"{CASES}:power", "--arg", "n=i64,flag=bool").stdout
+    kernel = typed_kernel("grad")
+    assert out == with_signature_line(kernel.source, "x: float64, n: int64, flag: bool")
+    assert "# signature: (x: float64, n: int64, flag: bool)\n" in out
+    # flag is a bool there, not a float compared with 0.0 as by default
+    assert "flag != 0.0" not in out
+    assert "flag != 0.0" in run("grad", f"{CASES}:power", "--wrt", "x").stdout
+    # repeated options and the long spellings name the same kinds
+    for args in (
+        ["--arg", "n=i64", "--arg", "flag=bool"],
+        ["--arg", "flag=bool,n=int64"],
+        ["--arg", "n=int,flag=BOOL,x=float"],
+        ["--arg", " n = Int64 , flag=bool ,"],
+    ):
+        assert run("grad", f"{CASES}:power", *args).stdout == out, args
+    ir = run("grad", f"{CASES}:power", "--arg", "n=i64,flag=bool", "--emit", "ir")
+    assert ir.stdout == kernel.ir + "\n"
+    assert "param n : i64" in ir.stdout and "param flag : bool" in ir.stdout
+
+
+def test_a_float64_arg_changes_nothing():
+    plain = run("grad", f"{CASES}:poly").stdout
+    assert run("grad", f"{CASES}:poly", "--arg", "x=f64,y=float64").stdout == plain
+    assert "# signature" not in plain
+
+
+@pytest.mark.parametrize(
+    ("command", "transform"),
+    [("jacobian", "jacobian"), ("hessian", "hessian"), ("grad", "value_and_grad")],
+)
+def test_arg_on_jacobian_hessian_and_value(command, transform):
+    extra = ["--value"] if transform == "value_and_grad" else []
+    out = run(command, f"{CASES}:power", *extra, "--arg", "n=i64,flag=bool").stdout
+    kernel = typed_kernel(transform, argnums=0)
+    assert out == with_signature_line(kernel.source, "x: float64, n: int64, flag: bool")
+    latex = run(
+        command, f"{CASES}:power", *extra, "--arg", "n=i64,flag=bool", "--emit", "latex"
+    )
+    compiled = api(transform, cases.power, argnums=0)
+    compiled._kernel(TYPED)
+    assert latex.stdout == compiled.latex() + "\n"
+    assert r"\neg flag" in latex.stdout  # a bool, not `flag = 0` as for a float
+
+
+def test_at_passes_ints_and_bools():
+    result = run(
+        "grad",
+        f"{CASES}:power",
+        "--value",
+        "--arg",
+        "n=i64,flag=bool",
+        "--at",
+        "x=1.5,n=3,flag=false",
+        "--at",
+        "-2,5,TRUE",
+    )
+    fused = symdiff.value_and_grad(cases.power, target="python")
+    value, x_bar = map(float, fused(1.5, 3, False))
+    value2, x_bar2 = map(float, fused(-2.0, 5, True))
+    assert result.stdout == (
+        "value_and_grad of `power` at x=1.5, n=3, flag=false:\n"
+        f"  value = {value!r}\n  x_bar = {x_bar!r}\n"
+        "value_and_grad of `power` at x=-2, n=5, flag=true:\n"
+        f"  value = {value2!r}\n  x_bar = {x_bar2!r}\n"
+    )
+    assert (value, x_bar) == (6.75, 13.5)
+    payload = json.loads(
+        run(
+            "grad",
+            f"{CASES}:power",
+            "--arg",
+            "n=i64,flag=bool",
+            "--at",
+            "x=1.5,n=3,flag=false",
+            "--json",
+        ).stdout
+    )
+    (at,) = payload["results"]
+    assert at == {"at": {"x": 1.5, "n": 3, "flag": False}, "values": {"x_bar": 13.5}}
+    assert isinstance(at["at"]["n"], int)
+
+
+def test_json_gives_the_kinds_and_the_kernels_signature():
+    payload = json.loads(
+        run("grad", f"{CASES}:power", "--arg", "n=i64,flag=bool", "--json").stdout
+    )
+    assert payload["kinds"] == {"x": "float64", "n": "int64", "flag": "bool"}
+    assert payload["signature"] == payload["kinds"]
+    assert payload["wrt"] == ["x"]  # by default the float64 parameters only
+    assert payload["source"] == typed_kernel("grad").source
+    assert payload["ir"] == typed_kernel("grad").ir
+    wrt_n = json.loads(
+        run(
+            "jacobian",
+            f"{CASES}:power",
+            "--arg",
+            "n=i64,flag=bool",
+            "--wrt",
+            "x,n",
+            "--json",
+        ).stdout
+    )
+    assert wrt_n["kinds"] == payload["kinds"]
+    # a differentiated int is a real number to the kernel, as in the API
+    assert wrt_n["signature"] == {"x": "float64", "n": "float64", "flag": "bool"}
+    default = json.loads(run("grad", f"{CASES}:poly", "--json").stdout)
+    assert default["kinds"] == default["signature"] == {"x": "float64", "y": "float64"}
+
+
+def test_wrt_an_int_parameter_differentiates_it_as_a_real_number():
+    out = run("grad", f"{CASES}:power", "--arg", "n=i64,flag=bool", "--wrt", "x,n")
+    kernel = typed_kernel("grad", ("float64", "float64", "bool"), argnums=(0, 1))
+    assert out.stdout == with_signature_line(
+        kernel.source, "x: float64, n: float64, flag: bool"
+    )
+    at = run(
+        "grad",
+        f"{CASES}:power",
+        "--arg",
+        "n=i64,flag=bool",
+        "--wrt",
+        "x,n",
+        "--at",
+        "x=1.5,n=3,flag=true",
+    )
+    gradient = symdiff.grad(cases.power, argnums=(0, 1), target="python")
+    x_bar, n_bar = map(float, gradient(1.5, 3, True))
+    assert at.stdout == (
+        "grad of `power` at x=1.5, n=3, flag=true:\n"
+        f"  x_bar = {x_bar!r}\n  n_bar = {n_bar!r}\n"
+    )
+    assert n_bar == pytest.approx(1.5**3 * math.log(1.5))
+
+
+def test_infer_kinds_from_the_points():
+    declared = run(
+        "grad",
+        f"{CASES}:power",
+        "--arg",
+        "n=i64,flag=bool",
+        "--at",
+        "x=2.0,n=3,flag=true",
+    ).stdout
+    inferred = run(
+        "grad", f"{CASES}:power", "--infer-kinds", "--at", "x=2.0,n=3,flag=true"
+    ).stdout
+    assert (
+        inferred
+        == declared
+        == "grad of `power` at x=2, n=3, flag=true:\n  x_bar = 13.0\n"
+    )
+
+    def kinds(*args):
+        out = run("grad", f"{CASES}:power", "--infer-kinds", *args, "--json").stdout
+        return json.loads(out)["kinds"]
+
+    assert kinds("--at", "2.0,3,false") == {
+        "x": "float64",
+        "n": "int64",
+        "flag": "bool",
+    }
+    # an exponent or a dot makes a float; an int and a float at two points: float
+    assert kinds("--at", "2e0,3,false", "--at", "1.5,2.5,true")["n"] == "float64"
+    assert kinds("--at", "2.,3,false", "--at", "1.5,-4,true")["n"] == "int64"
+    # --arg wins over inference
+    assert kinds("--arg", "n=f64", "--at", "2.0,3,false")["n"] == "float64"
+    # without --infer-kinds every parameter stays a float64, and true is no number
+    plain = run("grad", f"{CASES}:power", "--at", "x=2,n=3,flag=1", "--json").stdout
+    assert json.loads(plain)["kinds"] == {
+        "x": "float64",
+        "n": "float64",
+        "flag": "float64",
+    }
+    result = run("grad", f"{CASES}:power", "--at", "x=2,n=3,flag=true", code=2)
+    assert result.stderr == usage_error(
+        "grad",
+        "Invalid value for '--at': `flag=true`: 'true' is not a number (flag is "
+        "float64: pass --arg flag=bool or --infer-kinds)",
+    )
+    mixed = run(
+        "grad",
+        f"{CASES}:power",
+        "--infer-kinds",
+        "--at",
+        "2.0,3,true",
+        "--at",
+        "2.0,3,1",
+        code=2,
+    )
+    assert mixed.stderr == usage_error(
+        "grad",
+        "Invalid value for '--at': `flag` is true/false at one point and a number "
+        "at another (1, true); give it one kind, e.g. --arg flag=bool",
+    )
+    # x=2 inferred an int too, so nothing is left to differentiate by default
+    nothing = run("grad", f"{CASES}:power", "--infer-kinds", "--at", "2,3,true", code=2)
+    assert nothing.stderr == usage_error(
+        "grad",
+        "`power` has no float64 parameter to differentiate by default (x: int64, "
+        "n: int64, flag: bool); pass --wrt x,n to differentiate as real numbers",
+    )
+
+
+@pytest.mark.parametrize("command", KIND_COMMANDS)
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        (
+            "x=f64[3,4]",
+            "`x=f64[3,4]`: array arguments are not supported yet (they are planned); "
+            "`x` must be a scalar: f64, i64 or bool",
+        ),
+        (
+            "n=i64,x=f64[n]",
+            "`x=f64[n]`: array arguments are not supported yet (they are planned); "
+            "`x` must be a scalar: f64, i64 or bool",
+        ),
+        (
+            "n=int32",
+            "`n=int32`: unknown kind 'int32'; the kinds are f64 (or float64, float), "
+            "i64 (or int64, int) and bool; did you mean int?",
+        ),
+        (
+            "n=",
+            "`n=`: no kind given; the kinds are f64 (or float64, float), i64 (or "
+            "int64, int) and bool",
+        ),
+        (
+            "n",
+            "expected NAME=KIND, got 'n'; KIND is f64 (or float64, float), i64 (or "
+            "int64, int) and bool",
+        ),
+        (
+            ",",
+            "expected NAME=KIND, got ','; KIND is f64 (or float64, float), i64 (or "
+            "int64, int) and bool",
+        ),
+        ("q=i64", "`q` is not a parameter of `power` (it takes x, n, flag)"),
+        (
+            "nn=i64",
+            "`nn` is not a parameter of `power` (it takes x, n, flag); did you mean `n`?",
+        ),
+        ("n=i64,n=bool", "`n` is given twice"),
+    ],
+)
+def test_bad_arg(command, arg, message, tmp_path):
+    extra = ["-o", str(tmp_path / "k.py")] if command == "compile" else []
+    result = run(command, f"{CASES}:power", "--arg", arg, *extra, code=2)
+    assert result.stderr == usage_error(
+        command, f"Invalid value for '--arg': {message}"
+    )
+    assert not (tmp_path / "k.py").exists()
+
+
+def test_bad_arg_as_json():
+    result = run("grad", f"{CASES}:power", "--arg", "x=f64[3]", "--json", code=2)
+    assert json.loads(result.stdout) == {
+        "ok": False,
+        "error": "Invalid value for '--arg': `x=f64[3]`: array arguments are not "
+        "supported yet (they are planned); `x` must be a scalar: f64, i64 or bool",
+        "exit_code": 2,
+    }
+
+
+@pytest.mark.parametrize("command", KIND_COMMANDS)
+def test_wrt_a_bool_is_a_usage_error(command, tmp_path):
+    extra = ["-o", str(tmp_path / "k.py")] if command == "compile" else []
+    result = run(
+        command,
+        f"{CASES}:power",
+        "--arg",
+        "flag=bool",
+        "--wrt",
+        "x,flag",
+        *extra,
+        code=2,
+    )
+    assert result.stderr == usage_error(
+        command,
+        "Invalid value for '--wrt': cannot differentiate with respect to `flag`: "
+        "it is a bool (only f64 and i64 parameters can be differentiated)",
+    )
+
+
+def test_no_float_parameter_left_to_differentiate():
+    result = run("grad", f"{CASES}:power", "--arg", "x=bool,n=bool,flag=bool", code=2)
+    assert result.stderr == usage_error(
+        "grad",
+        "`power` has no parameter to differentiate (x: bool, n: bool, flag: bool)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("at", "message"),
+    [
+        ("x=1,n=2.5,flag=true", "`n=2.5`: n is int64; expected an integer such as 3"),
+        ("x=1,n=2e0,flag=true", "`n=2e0`: n is int64; expected an integer such as 3"),
+        ("x=1,n=2,flag=yes", "`flag=yes`: flag is a bool; expected true or false"),
+        ("x=1,n=2,flag=1", "`flag=1`: flag is a bool; expected true or false"),
+        (
+            "x=1",
+            "no value for n, flag in 'x=1'; give every parameter, e.g. "
+            "x=1.0,n=2,flag=true",
+        ),
+    ],
+)
+def test_bad_point_of_declared_kinds(at, message):
+    result = run(
+        "grad", f"{CASES}:power", "--arg", "n=i64,flag=bool", "--at", at, code=2
+    )
+    assert result.stderr == usage_error("grad", f"Invalid value for '--at': {message}")
+
+
+def test_check_with_kinds():
+    payload = json.loads(
+        run(
+            "check",
+            f"{CASES}:power",
+            "--arg",
+            "n=i64,flag=bool",
+            "--domain",
+            "x=0.5:2,n=-3:4",
+            "--samples",
+            "12",
+            "--target",
+            "python",
+            "--json",
+        ).stdout
+    )
+    assert payload["ok"] is True
+    assert payload["kinds"] == {"x": "float64", "n": "int64", "flag": "bool"}
+    points = [r["point"] for r in payload["rows"]]
+    assert len(points) == 12 and {r["arg"] for r in payload["rows"]} == {"x"}
+    assert all(type(p["n"]) is int and -3 <= p["n"] <= 4 for p in points)
+    assert {p["flag"] for p in points} == {True, False}
+    assert all(0.5 <= p["x"] <= 2 for p in points)
+    # given points, the Numba kernel, and n differentiated as a real number
+    result = run(
+        "check",
+        f"{CASES}:power",
+        "--infer-kinds",
+        "--wrt",
+        "x,n",
+        "--at",
+        "x=1.5,n=3,flag=true",
+        "--at",
+        "x=0.5,n=-2,flag=false",
+    )
+    lines = result.stdout.splitlines()
+    assert [line.split("  ")[0] for line in lines[2:6]] == [
+        "x=1.5, n=3, flag=true",
+        "x=1.5, n=3, flag=true",
+        "x=0.5, n=-2, flag=false",
+        "x=0.5, n=-2, flag=false",
+    ]
+    assert lines[-1].startswith("ok: 4 of 4 partial derivatives at 2 points")
+
+
+@pytest.mark.parametrize(
+    ("domain", "message"),
+    [
+        ("flag=0:1", "`flag` is a bool: its random values are true and false"),
+        ("n=0.2:0.8", "`n=0.2:0.8`: n is int64, but no integer lies in [LOW, HIGH]"),
+    ],
+)
+def test_check_bad_domain_for_kinds(domain, message):
+    result = run(
+        "check",
+        f"{CASES}:power",
+        "--arg",
+        "n=i64,flag=bool",
+        "--domain",
+        domain,
+        code=2,
+    )
+    assert result.stderr == usage_error(
+        "check", f"Invalid value for '--domain': {message}"
+    )
+
+
+def test_graph_with_kinds():
+    payload = json.loads(
+        run("graph", f"{CASES}:power", "--arg", "n=i64,flag=bool", "--json").stdout
+    )
+    params = [n["label"] for n in payload["nodes"] if n["role"] == "param"]
+    assert params == ["x", "n: i64", "flag: bool"]
+    assert payload["kinds"] == payload["signature"]
+    assert payload["signature"] == {"x": "float64", "n": "int64", "flag": "bool"}
+    assert "\\nsignature: (x: float64, n: int64, flag: bool)\\n" in payload["dot"]
+
+
+def test_compile_with_kinds(tmp_path):
+    out = tmp_path / "power_kernels.py"
+    run(
+        "compile",
+        f"{CASES}:power",
+        "--arg",
+        "n=i64,flag=bool",
+        "--hessian",
+        "-o",
+        str(out),
+    )
+    text = out.read_text()
+    assert (
+        f"# Regenerate with: symdiff compile {CASES}:power -o {out} --hessian "
+        "--arg n=i64,flag=bool\n"
+    ) in text
+    assert "    grad(x: float64, n: int64, flag: bool)            -> x_bar\n" in text
+    assert "Pass the types listed" in text and "Pass floats." not in text
+    tree = ast.parse(text)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    for d in defs:
+        assert [ast.unparse(x) for x in d.decorator_list] == [
+            "numba.njit('(float64, int64, boolean)', error_model='numpy', "
+            "fastmath=False)"
+        ]
+    body = typed_kernel("grad").source
+    assert (
+        body[body.index("def power_grad(") :].replace("def power_grad(", "def grad(")
+        in text
+    )
+    namespace: dict = {}
+    exec(compile(text, str(out), "exec"), namespace)
+    assert namespace["ARG_KINDS"] == {"x": "float64", "n": "int64", "flag": "bool"}
+    grad = namespace["grad"]
+    assert [str(s) for s in grad.signatures] == ["(float64, int64, bool)"]
+    api_grad = symdiff.grad(cases.power)
+    api_hessian = symdiff.hessian(cases.power)
+    for x, n, flag in [(1.5, 3, False), (-2.0, 2, True), (0.5, -1, False)]:
+        assert grad(x, n, flag) == api_grad(x, n, flag)
+        assert namespace["hessian"](x, n, flag) == api_hessian(x, n, flag)
+        assert namespace["forward"](x, n, flag) == cases.power(x, n, flag)
+        assert grad(int(x) if x.is_integer() else x, n, flag) == api_grad(x, n, flag)
+
+
+def test_compile_with_kinds_json_and_a_differentiated_int(tmp_path):
+    out = tmp_path / "k.py"
+    payload = json.loads(
+        run(
+            "compile",
+            f"{CASES}:power",
+            "--arg",
+            "n=i64,flag=bool",
+            "--wrt",
+            "x,n",
+            "-o",
+            str(out),
+            "--json",
+        ).stdout
+    )
+    assert payload["kinds"] == {"x": "float64", "n": "int64", "flag": "bool"}
+    assert payload["signatures"] == {
+        "forward": {"x": "float64", "n": "int64", "flag": "bool"},
+        "grad": {"x": "float64", "n": "float64", "flag": "bool"},
+        "value_and_grad": {"x": "float64", "n": "float64", "flag": "bool"},
+    }
+    namespace: dict = {}
+    exec(compile(out.read_text(), str(out), "exec"), namespace)
+    # an int passed for n is converted to a float, as the API casts it
+    want = symdiff.grad(cases.power, argnums=(0, 1))(1.5, 3, True)
+    assert namespace["grad"](1.5, 3, True) == want
+    plain = json.loads(run("compile", f"{CASES}:poly", "-o", str(out), "--json").stdout)
+    assert plain["kinds"] == {"x": "float64", "y": "float64"}
+    assert 'ARG_KINDS = {"x": "float64", "y": "float64"}\n' in out.read_text()
+
+
+@pytest.mark.parametrize("command", KIND_COMMANDS)
+def test_help_explains_arg(command):
+    out = run(command, "--help").stdout
+    assert "--arg NAME=KIND" in out
+    assert ("--infer-kinds" in out) == (
+        command in ("grad", "jacobian", "hessian", "check")
+    )
+    assert "--arg n=i64" in out  # an example

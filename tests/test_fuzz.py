@@ -1251,5 +1251,7 @@ def test_fuzz_cpu_target_matches_python_target(tmp_path: Any) -> None:
         stats["checked"] += 1
 
     run()
-    print(f"\n[fuzz] {stats['checked']} programs: Numba kernels match the Python target")
+    print(
+        f"\n[fuzz] {stats['checked']} programs: Numba kernels match the Python target"
+    )
     assert stats["checked"] >= N_CPU_EXAMPLES // 2

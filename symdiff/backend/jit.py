@@ -79,9 +79,19 @@ def python_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     def run(*args: Any) -> Any:
         with np.errstate(all="ignore"):
-            return fn(*(np.float64(a) if isinstance(a, float) else a for a in args))
+            out = fn(*(np.float64(a) if isinstance(a, float) else a for a in args))
+        return _python_scalars(out)
 
     return run
+
+
+def _python_scalars(value: Any) -> Any:
+    """NumPy scalars to Python ones, as the Numba kernel returns them."""
+    if isinstance(value, tuple):
+        return tuple(_python_scalars(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def synthetic_filename(name: str, source: str) -> str:

@@ -2,9 +2,10 @@
 
 One module per command family: ``derivatives`` (grad, jacobian, hessian),
 ``bundle`` (compile), ``check`` and ``graph``; ``target`` reads ``FILE.py:FUNC``,
-``--wrt`` and points, ``report`` writes text, tables and JSON.  Exit status: 0 on
-success, 1 on a failure (the user's code cannot be translated, a derivative does
-not match), 2 on a usage error (a missing file or function, a bad option).
+``--wrt`` and points, ``kinds`` the parameters' kinds (``--arg n=i64``), and
+``report`` writes text, tables and JSON.  Exit status: 0 on success, 1 on a
+failure (the user's code cannot be translated, a derivative does not match), 2
+on a usage error (a missing file or function, a bad option).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def main(ctx: click.Context, color: bool | None) -> None:
 
     FILE.py:FUNC names a function of scalars in a Python file (the file is
     imported; what it prints is hidden unless importing fails).  A module on
-    the import path works too: package.module:FUNC.
+    the import path works too: package.module:FUNC.  Parameters are float64
+    unless --arg NAME=KIND says i64 or bool (arrays are planned).
 
     \b
     Examples:
@@ -44,6 +46,7 @@ def main(ctx: click.Context, color: bool | None) -> None:
       symdiff grad examples/seed001_partial.py:f --wrt x --emit latex
       symdiff jacobian model.py:polar --mode forward
       symdiff hessian examples/seed001_partial.py:f --at x=2,y=3
+      symdiff grad model.py:power --arg n=i64,flag=bool --at x=2,n=3,flag=true
       symdiff check examples/seed004_chain.py:z --samples 20
       symdiff compile examples/seed004_chain.py:z -o z_kernels.py
       symdiff graph examples/seed004_chain.py:z -o z.svg

@@ -25,11 +25,14 @@ from typing import Any
 import click
 
 import symdiff
-from symdiff.cli.derivatives import target_argument, wrt_option
+from symdiff.cli.derivatives import kind_options, target_argument, wrt_option
+from symdiff.cli.kinds import BOOL, INT, describe, select_kernel
 from symdiff.cli.report import json_option, reports_errors, table, write_json
 from symdiff.cli.target import (
     Failure,
     Target,
+    Value,
+    argument_kinds,
     format_point,
     load_target,
     parse_domains,
@@ -50,7 +53,7 @@ OK, MISMATCH, UNSTABLE = "ok", "MISMATCH", "unstable"
 class Row:
     """One partial derivative at one point, and the verdict."""
 
-    point: tuple[float, ...]
+    point: tuple[Value, ...]
     arg: str
     symdiff: float
     finite_diff: float
@@ -68,10 +71,11 @@ class Difference:
 
 
 def central_difference(
-    fn: Callable[..., Any], point: Sequence[float], i: int, step: float
+    fn: Callable[..., Any], point: Sequence[Value], i: int, step: float
 ) -> Difference:
     """d fn / d arg_i at ``point``: fourth-order central differences with steps
-    ``h`` and ``h/2``, Richardson-extrapolated (sixth order)."""
+    ``h`` and ``h/2``, Richardson-extrapolated (sixth order).  An int argument
+    is differentiated as a real number: ``fn`` gets floats near it."""
     h = step * max(MIN_SCALE, abs(point[i]))
 
     def at(offset: float) -> float:
@@ -87,7 +91,7 @@ def central_difference(
 
 
 def compare(
-    point: tuple[float, ...],
+    point: tuple[Value, ...],
     arg: str,
     exact: float,
     approx: Difference,
@@ -112,15 +116,23 @@ class Checker:
     """Gradient and finite differences of one target at one point at a time."""
 
     def __init__(
-        self, target: Target, argnums: tuple[int, ...], backend: str, step: float
+        self,
+        target: Target,
+        argnums: tuple[int, ...],
+        backend: str,
+        step: float,
+        kinds: Sequence[str],
     ):
         self.target = target
         self.argnums = argnums
         self.step = step
+        self.kinds = tuple(kinds)
         self.gradient = symdiff.grad(target.fn, argnums=argnums, target=backend)
-        self.gradient.kernel  # noqa: B018 - translate now: errors before any output
+        # Translate now (errors before any output): the kernel for these kinds,
+        # the one that calls with ints and bools for i64 and bool parameters run.
+        select_kernel(self.gradient, self.kinds)
 
-    def rows(self, point: tuple[float, ...], rtol: float, atol: float) -> list[Row]:
+    def rows(self, point: tuple[Value, ...], rtol: float, atol: float) -> list[Row]:
         """One row per argument; raises whatever the user's function raises."""
         exact = [float(g) for g in self.gradient(*point)]
         fn = self.target.fn
@@ -131,7 +143,7 @@ class Checker:
             for name, e, a in zip(names, exact, approx, strict=True)
         ]
 
-    def defined(self, point: tuple[float, ...]) -> bool:
+    def defined(self, point: tuple[Value, ...]) -> bool:
         """The function and its gradient are finite here (for random points)."""
         try:
             value = float(self.target.fn(*point))
@@ -141,19 +153,33 @@ class Checker:
         return math.isfinite(value) and all(math.isfinite(g) for g in grads)
 
 
+def _draw(rng: random.Random, kind: str, domain: tuple[float, float] | None) -> Value:
+    """A random value of a parameter: uniform in its domain, an integer in it for
+    an int64 parameter, true or false for a bool."""
+    if kind == BOOL or domain is None:
+        return rng.random() < 0.5
+    if kind == INT:
+        return rng.randint(math.ceil(domain[0]), math.floor(domain[1]))
+    return rng.uniform(*domain)
+
+
 def _random_points(
     checker: Checker,
     domains: dict[str, tuple[float, float]],
     samples: int,
     seed: int,
-) -> tuple[list[tuple[float, ...]], int]:
+) -> tuple[list[tuple[Value, ...]], int]:
     rng = random.Random(seed)
-    points: list[tuple[float, ...]] = []
+    points: list[tuple[Value, ...]] = []
     skipped = 0
+    params = checker.target.params
     for _ in range(samples * MAX_TRIES_PER_SAMPLE):
         if len(points) == samples:
             break
-        point = tuple(rng.uniform(*domains[p]) for p in checker.target.params)
+        point = tuple(
+            _draw(rng, kind, domains.get(p))
+            for p, kind in zip(params, checker.kinds, strict=True)
+        )
         if checker.defined(point):
             points.append(point)
         else:
@@ -170,7 +196,7 @@ def _random_points(
 
 
 def _rows_at(
-    checker: Checker, points: Sequence[tuple[float, ...]], rtol: float, atol: float
+    checker: Checker, points: Sequence[tuple[Value, ...]], rtol: float, atol: float
 ) -> list[Row]:
     rows = []
     for point in points:
@@ -216,7 +242,8 @@ def _report_text(params: Sequence[str], rows: Sequence[Row]) -> str:
     metavar="POINT",
     multiple=True,
     help="A point to check, x=1.0,y=2.0 (or 1.0,2.0); repeat for several. "
-    "Default: random points.",
+    "Default: random points.  Values of i64 parameters are integers, of bool "
+    "ones true or false.",
 )
 @click.option(
     "--samples",
@@ -231,7 +258,8 @@ def _report_text(params: Sequence[str], rows: Sequence[Row]) -> str:
     metavar="NAME=LOW:HIGH",
     multiple=True,
     help="Where to draw a parameter's random values, e.g. x=0.1:2,y=-1:1 "
-    "(default -2:2). Points where the function is not finite are redrawn.",
+    "(default -2:2; integers in it for an i64 parameter; true or false for a "
+    "bool). Points where the function is not finite are redrawn.",
 )
 @click.option(
     "--rtol",
@@ -263,6 +291,7 @@ def _report_text(params: Sequence[str], rows: Sequence[Row]) -> str:
     show_default=True,
     help="Check the Numba kernel (cpu) or the same source run as Python.",
 )
+@kind_options
 @json_option
 @reports_errors
 def check_command(
@@ -276,6 +305,8 @@ def check_command(
     step: float,
     seed: int,
     backend: str,
+    arg_kinds: tuple[str, ...],
+    infer_kinds: bool,
     as_json: bool,
 ) -> None:
     """Compare the gradient of FUNC in FILE.py with finite differences.
@@ -287,18 +318,25 @@ def check_command(
     (a kink, a branch switch or a singularity within the step) the row says
     "unstable" and does not count as a mismatch.
 
+    With --arg n=i64 or flag=bool, those parameters are ints and bools (random
+    integers in the domain, random true/false); without --wrt only the float64
+    parameters are checked.  An i64 parameter named in --wrt is differentiated
+    as a real number, and FUNC is run with floats near it.
+
     \b
     Examples:
       symdiff check examples/seed004_chain.py:z
       symdiff check model.py:loss --at w=0.5,b=0.1 --at w=-1,b=2
       symdiff check model.py:loss --samples 100 --domain w=0.1:2 --rtol 1e-8
+      symdiff check model.py:power --arg n=i64,flag=bool --domain x=0.5:2,n=0:4
     """
     spec = load_target(target)
-    argnums = parse_wrt(spec, wrt)
+    kinds = argument_kinds(spec, arg_kinds, points, infer_kinds)
+    argnums = parse_wrt(spec, wrt, kinds)
     indices = (argnums,) if isinstance(argnums, int) else argnums
-    fixed = [parse_point(spec, text) for text in points]
-    ranges = parse_domains(spec, domains, DEFAULT_DOMAIN)
-    checker = Checker(spec, indices, backend, step)
+    fixed = [parse_point(spec, text, kinds) for text in points]
+    ranges = parse_domains(spec, domains, DEFAULT_DOMAIN, kinds)
+    checker = Checker(spec, indices, backend, step, kinds)
     skipped = 0
     if fixed:
         chosen = fixed
@@ -309,7 +347,7 @@ def check_command(
     summary = _summary(rows, len(chosen), rtol, atol)
     if as_json:
         settings = {"rtol": rtol, "atol": atol, "step": step}
-        write_json(_payload(spec, indices, rows, settings, skipped))
+        write_json(_payload(spec, indices, kinds, rows, settings, skipped))
     else:
         click.echo(_report_text(spec.params, rows))
         if skipped:
@@ -341,6 +379,7 @@ def _summary(rows: Sequence[Row], points: int, rtol: float, atol: float) -> str:
 def _payload(
     spec: Target,
     indices: Sequence[int],
+    kinds: Sequence[str],
     rows: Sequence[Row],
     settings: dict[str, float],
     skipped: int,
@@ -351,6 +390,7 @@ def _payload(
         "target": spec.spec,
         "function": spec.name,
         "wrt": [spec.params[i] for i in indices],
+        "kinds": describe(spec.params, kinds),
         **settings,
         "skipped_points": skipped,
         "rows": [

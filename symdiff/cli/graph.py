@@ -22,8 +22,24 @@ import click
 
 import symdiff
 from symdiff.cli.derivatives import target_argument, wrt_option
+from symdiff.cli.kinds import (
+    FLOAT,
+    SHORT,
+    arg_option,
+    describe,
+    is_typed,
+    kernel_dtypes,
+    select_kernel,
+    signature_text,
+)
 from symdiff.cli.report import json_option, reports_errors, write_json
-from symdiff.cli.target import Failure, load_target, parse_wrt, wrt_names
+from symdiff.cli.target import (
+    Failure,
+    argument_kinds,
+    load_target,
+    parse_wrt,
+    wrt_names,
+)
 from symdiff.ir.node import Node, topological
 from symdiff.kernel import Kernel
 
@@ -81,8 +97,12 @@ class Graph:
         return counts
 
 
-def build_graph(kernel: Kernel, title: str) -> Graph:
-    """The kernel's forward and adjoint nodes, with what connects them."""
+def build_graph(
+    kernel: Kernel, title: str, dtypes: dict[str, str] | None = None
+) -> Graph:
+    """The kernel's forward and adjoint nodes, with what connects them.  A
+    parameter that is not a float64 (``dtypes``) says its kind: ``n: i64``."""
+    dtypes = dtypes or {}
     plan = kernel.plan
     forward = set(topological([*plan.params, *plan.primal]))
     order = topological([*plan.params, *plan.primal, *kernel.outputs])
@@ -103,6 +123,8 @@ def build_graph(kernel: Kernel, title: str) -> Graph:
         name = names.get(node) or plan.hints.get(node)
         if node.op == "param":
             label, role = str(node.attrs[1]), "param"
+            if dtypes.get(label, FLOAT) != FLOAT:
+                label = f"{label}: {SHORT[dtypes[label]]}"
         else:
             label, role = (f"{name}\n{node.op}" if name else node.op), "op"
         graph.add_node(
@@ -210,24 +232,32 @@ def render(dot_text: str, path: str, fmt: str) -> bool:
     ".dot/.gv (DOT text). Default: DOT text on stdout.",
 )
 @wrt_option
+@arg_option
 @json_option
 @reports_errors
 def graph_command(
-    target: str, output: str | None, wrt: str | None, as_json: bool
+    target: str,
+    output: str | None,
+    wrt: str | None,
+    arg_kinds: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Draw the forward and adjoint graphs of FUNC's gradient.
 
     Forward nodes are white, adjoint (backward-pass) nodes orange; dashed
     edges carry forward values the backward pass reuses (those forward nodes
     are drawn bold).  Labels give the op and the name the value has in the
-    generated source.  Without Graphviz's `dot` on PATH, the DOT text is
-    written next to the requested file instead (ending in .dot).
+    generated source; a parameter declared i64 or bool with --arg says so
+    (`n: i64`), and the title gives the signature.  Without Graphviz's `dot` on
+    PATH, the DOT text is written next to the requested file instead (ending in
+    .dot).
 
     \b
     Examples:
       symdiff graph examples/seed004_chain.py:z -o z.svg
       symdiff graph model.py:loss --wrt w -o loss.png
       symdiff graph model.py:loss | dot -Tpdf -o loss.pdf
+      symdiff graph model.py:power --arg n=i64,flag=bool -o power.svg
     """
     suffix = os.path.splitext(output)[1].lower() if output else ".dot"
     if suffix not in RENDERED + TEXT:
@@ -236,13 +266,21 @@ def graph_command(
             param_hint="'-o'",
         )
     spec = load_target(target)
-    argnums = parse_wrt(spec, wrt)
-    kernel = symdiff.grad(spec.fn, argnums=argnums, target="python").kernel
+    kinds = argument_kinds(spec, arg_kinds)
+    argnums = parse_wrt(spec, wrt, kinds)
+    compiled = symdiff.grad(spec.fn, argnums=argnums, target="python")
+    kernel = select_kernel(compiled, kinds)
+    dtypes = describe(spec.params, kernel_dtypes(compiled, kinds))
+    signature = ""
+    if is_typed(kinds):
+        signature = (
+            f"\nsignature: ({signature_text(spec.params, list(dtypes.values()))})"
+        )
     title = (
         f"grad of {spec.name} ({kernel.traced.location}) with respect to "
-        f"{', '.join(wrt_names(spec, argnums))}\n{LEGEND}"
+        f"{', '.join(wrt_names(spec, argnums))}{signature}\n{LEGEND}"
     )
-    graph = build_graph(kernel, title)
+    graph = build_graph(kernel, title, dtypes)
     dot_text = to_dot(graph)
     written, rendered = _deliver(dot_text, output, suffix)
     counts = graph.counts()
@@ -252,6 +290,8 @@ def graph_command(
             "command": "graph",
             "target": spec.spec,
             "function": spec.name,
+            "kinds": describe(spec.params, kinds),
+            "signature": dtypes,
             "output": written,
             "rendered": rendered,
             "counts": counts,

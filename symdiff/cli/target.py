@@ -1,4 +1,5 @@
-"""What a command works on: ``FILE.py:FUNC``, ``--wrt`` and points (``--at``).
+"""What a command works on: ``FILE.py:FUNC``, ``--wrt`` and points (``--at``),
+typed by the parameters' kinds (``--arg``, see :mod:`symdiff.cli.kinds`).
 
 A target file is imported as a module (symdiff resolves the names a function uses
 to live objects, so the file must run), with its own printing captured: it is
@@ -26,6 +27,15 @@ from typing import Any
 
 import click
 
+from symdiff.cli.kinds import (
+    BOOL,
+    FLOAT,
+    INT,
+    format_value,
+    infer,
+    parse_kinds,
+    parse_value,
+)
 from symdiff.compiled import Compiled
 
 
@@ -205,17 +215,25 @@ def _positional(fn: Callable[..., Any]) -> tuple[str, ...]:
 
 
 # -- --wrt --------------------------------------------------------------------------
-def parse_wrt(target: Target, wrt: str | None) -> int | tuple[int, ...]:
-    """``--wrt x,y`` or ``--wrt 0,1`` as ``argnums``; every parameter by default.
+def parse_wrt(
+    target: Target, wrt: str | None, kinds: Sequence[str] | None = None
+) -> int | tuple[int, ...]:
+    """``--wrt x,y`` or ``--wrt 0,1`` as ``argnums``; by default every parameter
+    (every float64 one when ``kinds`` declares some int64 or bool).
 
     One parameter gives an int (derivatives come back as numbers, as with
-    ``symdiff.grad(f)``), several a tuple.
+    ``symdiff.grad(f)``), several a tuple.  An int64 parameter may be named (it is
+    differentiated as a real number, as the API does); a bool may not.
     """
     params = target.params
     if not params:
         raise Failure(f"{target.label} takes no arguments: nothing to differentiate")
+    kinds = tuple(kinds) if kinds is not None else (FLOAT,) * len(params)
     if wrt is None:
-        return 0 if len(params) == 1 else tuple(range(len(params)))
+        floats = [i for i, kind in enumerate(kinds) if kind == FLOAT]
+        if not floats:
+            raise click.UsageError(_nothing_by_default(target, kinds))
+        return floats[0] if len(floats) == 1 else tuple(floats)
     argnums: list[int] = []
     for item in (part.strip() for part in wrt.split(",")):
         index = _wrt_index(target, item)
@@ -223,8 +241,25 @@ def parse_wrt(target: Target, wrt: str | None) -> int | tuple[int, ...]:
             raise click.BadParameter(
                 f"`{params[index]}` is given twice", param_hint="'--wrt'"
             )
+        if kinds[index] == BOOL:
+            raise click.BadParameter(
+                f"cannot differentiate with respect to `{params[index]}`: it is a "
+                "bool (only f64 and i64 parameters can be differentiated)",
+                param_hint="'--wrt'",
+            )
         argnums.append(index)
     return argnums[0] if len(argnums) == 1 else tuple(argnums)
+
+
+def _nothing_by_default(target: Target, kinds: Sequence[str]) -> str:
+    listed = ", ".join(f"{p}: {k}" for p, k in zip(target.params, kinds, strict=True))
+    ints = [p for p, k in zip(target.params, kinds, strict=True) if k == INT]
+    if not ints:
+        return f"`{target.name}` has no parameter to differentiate ({listed})"
+    return (
+        f"`{target.name}` has no float64 parameter to differentiate by default "
+        f"({listed}); pass --wrt {','.join(ints)} to differentiate as real numbers"
+    )
 
 
 def _wrt_index(target: Target, item: str) -> int:
@@ -255,12 +290,16 @@ def wrt_names(target: Target, argnums: int | tuple[int, ...]) -> list[str]:
     return [target.params[i] for i in indices]
 
 
-# -- points -------------------------------------------------------------------------
-def parse_point(target: Target, text: str) -> tuple[float, ...]:
-    """``--at x=1,y=2`` (or ``--at 1,2``, in parameter order) as a tuple of floats."""
+# -- points and kinds -----------------------------------------------------------------
+Value = float | int | bool
+
+
+def point_items(target: Target, text: str) -> dict[str, str]:
+    """``--at x=1,y=2`` (or ``--at 1,2``, in parameter order) as ``{name: text}``,
+    every parameter given once."""
     params = target.params
     items = [part.strip() for part in text.split(",") if part.strip()]
-    values: dict[str, float] = {}
+    values: dict[str, str] = {}
     for k, item in enumerate(items):
         name, eq, raw = item.partition("=")
         if not eq and k >= len(params):
@@ -280,19 +319,54 @@ def parse_point(target: Target, text: str) -> tuple[float, ...]:
             )
         if name in values:
             raise click.BadParameter(f"`{name}` is given twice", param_hint="'--at'")
-        values[name] = _number(raw, "--at", name)
-    missing = [p for p in params if p not in values]
+        values[name] = raw
+    return values
+
+
+def argument_kinds(
+    target: Target,
+    arg_texts: Sequence[str] = (),
+    points: Sequence[str] = (),
+    infer_kinds: bool = False,
+) -> tuple[str, ...]:
+    """Each parameter's kind: from ``--arg``, else (with ``--infer-kinds``) from
+    the ``--at`` values, else float64."""
+    declared = parse_kinds(target, arg_texts)
+    inferred = (
+        infer(target, [point_items(target, t) for t in points]) if infer_kinds else {}
+    )
+    return tuple(declared.get(p) or inferred.get(p) or FLOAT for p in target.params)
+
+
+def parse_point(
+    target: Target, text: str, kinds: Sequence[str] | None = None
+) -> tuple[Value, ...]:
+    """``--at x=1,y=2`` (or ``--at 1,2``) as a tuple of values: floats, or ints
+    and bools for the parameters ``kinds`` says are int64 or bool."""
+    params = target.params
+    kinds = tuple(kinds) if kinds is not None else (FLOAT,) * len(params)
+    raw = point_items(target, text)
+    missing = [p for p in params if p not in raw]
     if missing:
         raise click.BadParameter(
             f"no value for {', '.join(missing)} in {text!r}; "
-            f"give every parameter, e.g. {_example_point(params)}",
+            f"give every parameter, e.g. {_example_point(params, kinds)}",
             param_hint="'--at'",
         )
-    return tuple(values[p] for p in params)
+    return tuple(
+        parse_value(raw[p], kind, p, "--at")
+        for p, kind in zip(params, kinds, strict=True)
+    )
 
 
-def _example_point(params: Sequence[str]) -> str:
-    return ",".join(f"{p}={k + 1}.0" for k, p in enumerate(params))
+_EXAMPLE = {INT: "{k}", BOOL: "true", FLOAT: "{k}.0"}
+
+
+def _example_point(params: Sequence[str], kinds: Sequence[str]) -> str:
+    return ",".join(
+        f"{p}={_EXAMPLE[kind].format(k=k + 1)}"
+        for k, (p, kind) in enumerate(zip(params, kinds, strict=True))
+    )
 
 
 def _number(raw: str, option: str, name: str) -> float:
@@ -306,10 +380,17 @@ def _number(raw: str, option: str, name: str) -> float:
 
 
 def parse_domains(
-    target: Target, texts: Sequence[str], default: tuple[float, float]
+    target: Target,
+    texts: Sequence[str],
+    default: tuple[float, float],
+    kinds: Sequence[str] | None = None,
 ) -> dict[str, tuple[float, float]]:
-    """``--domain x=0.1:2,y=-1:1`` as ``{name: (low, high)}`` for every parameter."""
-    domains = dict.fromkeys(target.params, default)
+    """``--domain x=0.1:2,y=-1:1`` as ``{name: (low, high)}`` for every parameter
+    that is not a bool (an int64 one needs an integer between LOW and HIGH)."""
+    kind_of = dict(
+        zip(target.params, kinds or (FLOAT,) * len(target.params), strict=True)
+    )
+    domains = {p: default for p in target.params if kind_of[p] != BOOL}
     for text in texts:
         for item in (part.strip() for part in text.split(",") if part.strip()):
             name, eq, bounds = item.partition("=")
@@ -318,6 +399,11 @@ def parse_domains(
             if not eq or not colon:
                 raise click.BadParameter(
                     f"expected NAME=LOW:HIGH, got {item!r}", param_hint="'--domain'"
+                )
+            if kind_of.get(name) == BOOL:
+                raise click.BadParameter(
+                    f"`{name}` is a bool: its random values are true and false",
+                    param_hint="'--domain'",
                 )
             if name not in domains:
                 raise click.BadParameter(
@@ -330,9 +416,16 @@ def parse_domains(
                 raise click.BadParameter(
                     f"`{item}`: need finite LOW < HIGH", param_hint="'--domain'"
                 )
+            if kind_of[name] == INT and math.ceil(lo) > math.floor(hi):
+                raise click.BadParameter(
+                    f"`{item}`: {name} is int64, but no integer lies in [LOW, HIGH]",
+                    param_hint="'--domain'",
+                )
             domains[name] = (lo, hi)
     return domains
 
 
-def format_point(params: Sequence[str], point: Sequence[float]) -> str:
-    return ", ".join(f"{p}={v:.6g}" for p, v in zip(params, point, strict=True))
+def format_point(params: Sequence[str], point: Sequence[Value]) -> str:
+    return ", ".join(
+        f"{p}={format_value(v)}" for p, v in zip(params, point, strict=True)
+    )

@@ -1,0 +1,258 @@
+"""Argument kinds: ``--arg n=i64,flag=bool`` and ``--infer-kinds``.
+
+symdiff builds one kernel per argument signature.  On the command line every
+parameter is a float64 unless ``--arg NAME=KIND`` says otherwise (``f64``,
+``i64`` or ``bool``; ``float64``, ``float``, ``int64`` and ``int`` are accepted
+too), or ``--infer-kinds`` reads it off the ``--at`` values: an integer literal
+(no dot, no exponent) is an int64, ``true``/``false`` a bool.  Inference is off by
+default because ``--at x=2`` usually means 2.0.
+
+As in the Python API, a differentiated int64 parameter is a real number to the
+kernel (float64); int64 and bool parameters that are not differentiated stay as
+they are (an exponent, a branch condition).  Array arguments (``f64[3,4]``) are
+planned, not supported yet: they are a usage error that says so.
+
+This module knows nothing of :class:`~symdiff.cli.target.Target` beyond its
+``name`` and ``params``, so that ``target`` can import it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from symdiff.cli.target import Target
+    from symdiff.compiled import Compiled
+    from symdiff.kernel import Kernel
+
+FLOAT, INT, BOOL = "float64", "int64", "bool"
+#: Every spelling ``--arg`` accepts, and the kind it means.
+SPELLINGS = {
+    "f64": FLOAT,
+    "float64": FLOAT,
+    "float": FLOAT,
+    "i64": INT,
+    "int64": INT,
+    "int": INT,
+    "bool": BOOL,
+}
+VALID = "f64 (or float64, float), i64 (or int64, int) and bool"
+#: Numba's names, for the explicit signatures of a compiled module.
+NUMBA_TYPES = {FLOAT: "float64", INT: "int64", BOOL: "boolean"}
+SHORT = {FLOAT: "f64", INT: "i64", BOOL: "bool"}
+#: A value of each kind, to ask the API which kernel a call would use.
+_SAMPLES: dict[str, Any] = {FLOAT: 1.0, INT: 1, BOOL: True}
+_INT_LITERAL = re.compile(r"[+-]?[0-9]+\Z")
+_BOOL_LITERALS = {"true": True, "false": False}
+
+ARG_HINT = "'--arg'"
+
+arg_option = click.option(
+    "--arg",
+    "arg_kinds",
+    metavar="NAME=KIND",
+    multiple=True,
+    help="A parameter's kind: f64 (the default), i64 or bool, e.g. "
+    "--arg n=i64,flag=bool (repeatable).  The kernel is the one for that "
+    "signature.  Arrays (f64[3,4]) are planned, not supported yet.",
+)
+infer_option = click.option(
+    "--infer-kinds",
+    "infer_kinds",
+    is_flag=True,
+    help="Take kinds not given by --arg from the --at values: integer literals "
+    "(no dot, no exponent) are i64, true/false bool.  Off by default, as "
+    "x=2 usually means 2.0.",
+)
+
+
+def split_items(text: str) -> list[str]:
+    """``a=1,b=f64[3,4]`` as ``["a=1", "b=f64[3,4]"]``: commas inside brackets
+    belong to a shape.  Empty items are kept (as ``""``) for the caller to
+    report."""
+    items, depth, start = [], 0, 0
+    for k, char in enumerate(text):
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            items.append(text[start:k].strip())
+            start = k + 1
+    items.append(text[start:].strip())
+    return items
+
+
+def parse_kinds(target: Target, texts: Sequence[str]) -> dict[str, str]:
+    """``--arg n=i64,flag=bool`` (repeatable) as ``{"n": "int64", "flag": "bool"}``."""
+    params = target.params
+    kinds: dict[str, str] = {}
+    for text in texts:
+        items = [item for item in split_items(text) if item]  # a trailing comma
+        if not items:
+            raise click.BadParameter(
+                f"expected NAME=KIND, got {text!r}; KIND is {VALID}",
+                param_hint=ARG_HINT,
+            )
+        for item in items:
+            name, eq, spelled = (part.strip() for part in item.partition("="))
+            if not eq or not name:
+                raise click.BadParameter(
+                    f"expected NAME=KIND, got {item!r}; KIND is {VALID}",
+                    param_hint=ARG_HINT,
+                )
+            if name not in params:
+                raise click.BadParameter(
+                    f"`{name}` is not a parameter of `{target.name}` "
+                    f"(it takes {', '.join(params)}){_close(name, params)}",
+                    param_hint=ARG_HINT,
+                )
+            if name in kinds:
+                raise click.BadParameter(
+                    f"`{name}` is given twice", param_hint=ARG_HINT
+                )
+            kinds[name] = _kind(name, spelled)
+    return kinds
+
+
+def _kind(name: str, spelled: str) -> str:
+    if "[" in spelled or "]" in spelled:
+        raise click.BadParameter(
+            f"`{name}={spelled}`: array arguments are not supported yet (they are "
+            f"planned); `{name}` must be a scalar: f64, i64 or bool",
+            param_hint=ARG_HINT,
+        )
+    kind = SPELLINGS.get(spelled.lower())
+    if kind is None:
+        what = f"unknown kind {spelled!r}" if spelled else "no kind given"
+        close = difflib.get_close_matches(spelled.lower(), SPELLINGS, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise click.BadParameter(
+            f"`{name}={spelled}`: {what}; the kinds are {VALID}{hint}",
+            param_hint=ARG_HINT,
+        )
+    return kind
+
+
+def _close(name: str, params: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, params, n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+# -- values -------------------------------------------------------------------------
+def literal_kind(raw: str) -> str:
+    """What ``--infer-kinds`` makes of one ``--at`` value."""
+    text = raw.strip()
+    if text.lower() in _BOOL_LITERALS:
+        return BOOL
+    if _INT_LITERAL.match(text):
+        return INT
+    return FLOAT
+
+
+def infer(target: Target, points: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    """The kind of each parameter from its ``--at`` values at every point: int64
+    if all are integer literals, bool if all are true/false, else float64 (an
+    integer literal is a float too).  Bools mixed with numbers are an error."""
+    kinds: dict[str, str] = {}
+    for name in target.params:
+        seen = {literal_kind(point[name]) for point in points if name in point}
+        if BOOL in seen and len(seen) > 1:
+            values = ", ".join(sorted({point[name] for point in points}))
+            raise click.BadParameter(
+                f"`{name}` is true/false at one point and a number at another "
+                f"({values}); give it one kind, e.g. --arg {name}=bool",
+                param_hint="'--at'",
+            )
+        if seen:
+            kinds[name] = seen.pop() if len(seen) == 1 else FLOAT
+    return kinds
+
+
+def parse_value(raw: str, kind: str, name: str, option: str) -> float | int | bool:
+    """One ``--at`` value as a Python float, int or bool, by the parameter's kind."""
+    text = raw.strip()
+    if kind == INT:
+        if _INT_LITERAL.match(text):
+            return int(text)
+        raise click.BadParameter(
+            f"`{name}={text}`: {name} is int64; expected an integer such as 3",
+            param_hint=f"'{option}'",
+        )
+    if kind == BOOL:
+        if text.lower() in _BOOL_LITERALS:
+            return _BOOL_LITERALS[text.lower()]
+        raise click.BadParameter(
+            f"`{name}={text}`: {name} is a bool; expected true or false",
+            param_hint=f"'{option}'",
+        )
+    try:
+        return float(text)
+    except ValueError:
+        hint = ""
+        if text.lower() in _BOOL_LITERALS:
+            hint = f" ({name} is float64: pass --arg {name}=bool or --infer-kinds)"
+        raise click.BadParameter(
+            f"`{name}={text}`: {text!r} is not a number{hint}",
+            param_hint=f"'{option}'",
+        ) from None
+
+
+def format_value(value: float | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.6g}"
+
+
+# -- kernels ------------------------------------------------------------------------
+def is_typed(kinds: Iterable[str]) -> bool:
+    """Some parameter is not a float64 (the default signature)."""
+    return any(kind != FLOAT for kind in kinds)
+
+
+def kernel_dtypes(compiled: Compiled, kinds: Sequence[str]) -> tuple[str, ...]:
+    """The signature of the kernel a call with arguments of these kinds runs:
+    the API's own rule (differentiated ints are float64 to the kernel)."""
+    sample = tuple(_SAMPLES[kind] for kind in kinds)
+    return compiled._dtypes(sample)[0]
+
+
+def select_kernel(compiled: Compiled, kinds: Sequence[str]) -> Kernel:
+    """Build (or reuse) that kernel; it becomes ``compiled.kernel`` too, so that
+    ``source``, ``ir``, ``latex()`` and ``to_sympy()`` describe it."""
+    return compiled._kernel(kernel_dtypes(compiled, kinds))
+
+
+def signature_text(params: Sequence[str], dtypes: Sequence[str]) -> str:
+    return ", ".join(f"{p}: {d}" for p, d in zip(params, dtypes, strict=True))
+
+
+def with_signature(source: str, params: Sequence[str], dtypes: Sequence[str]) -> str:
+    """The kernel's source with a ``# signature: (...)`` line after its header
+    comments (the ``def`` line does not say which parameter is an int)."""
+    lines = source.splitlines(keepends=True)
+    end = 0
+    while end < len(lines) and lines[end].startswith("#"):
+        end += 1
+    line = f"# signature: ({signature_text(params, dtypes)})\n"
+    return "".join([*lines[:end], line, *lines[end:]])
+
+
+def describe(params: Sequence[str], kinds: Sequence[str]) -> dict[str, str]:
+    return dict(zip(params, kinds, strict=True))
+
+
+def kinds_flag(params: Sequence[str], kinds: Sequence[str]) -> str | None:
+    """``n=i64,flag=bool`` for the parameters that are not float64 (for a
+    ``Regenerate with`` line), or None."""
+    named = [
+        f"{p}={SHORT[k]}" for p, k in zip(params, kinds, strict=True) if k != FLOAT
+    ]
+    return ",".join(named) or None
