@@ -38,6 +38,20 @@ def _all_args(fun: Callable[..., Any]) -> tuple[int, ...]:
     return tuple(range(n))
 
 
+def _with_tangents(
+    kind: str, fun: Callable[..., Any], primals: Any, tangents: Any, target: str
+) -> Any:
+    """Run a kernel that takes one tangent per primal (jvp, hvp)."""
+    primals = _sequence(primals, "primals")
+    tangents = _sequence(tangents, "tangents")
+    if len(primals) != len(tangents):
+        raise ArgumentError(
+            f"{kind} got {len(primals)} primals but {len(tangents)} tangents"
+        )
+    compiled = _cached(fun, Spec(kind, _all_args(fun)), target)
+    return compiled.call_extended(primals, tangents)
+
+
 def _sequence(value: Any, what: str) -> tuple[Any, ...]:
     if not isinstance(value, (tuple, list)):
         raise ArgumentError(
@@ -165,14 +179,7 @@ def jvp(
     >>> symdiff.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
     (6.0, 3.0)
     """
-    primals = _sequence(primals, "primals")
-    tangents = _sequence(tangents, "tangents")
-    if len(primals) != len(tangents):
-        raise ArgumentError(
-            f"jvp got {len(primals)} primals but {len(tangents)} tangents"
-        )
-    compiled = _cached(fun, Spec("jvp", _all_args(fun)), target)
-    return compiled.call_extended(primals, tangents)  # type: ignore[no-any-return]
+    return _with_tangents("jvp", fun, primals, tangents, target)
 
 
 def vjp(
@@ -288,14 +295,7 @@ def hvp(
     >>> symdiff.hvp(lambda x, y: x * x * y, (2.0, 3.0), (1.0, 0.0))
     (6.0, 4.0)
     """
-    primals = _sequence(primals, "primals")
-    tangents = _sequence(tangents, "tangents")
-    if len(primals) != len(tangents):
-        raise ArgumentError(
-            f"hvp got {len(primals)} primals but {len(tangents)} tangents"
-        )
-    compiled = _cached(fun, Spec("hvp", _all_args(fun)), target)
-    return compiled.call_extended(primals, tangents)  # type: ignore[no-any-return]
+    return _with_tangents("hvp", fun, primals, tangents, target)
 
 
 def jit(fun: Callable[..., Any] | None = None, *, target: str = "cpu") -> Any:
