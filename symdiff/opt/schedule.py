@@ -107,7 +107,7 @@ def schedule(
     output_hint = {
         node: hint
         for node, hint in zip(outputs, output_hints, strict=False)
-        if node not in forward
+        if node not in forward or node in first
     }
     namer = _Namer()
     names: dict[Node, str] = {}
