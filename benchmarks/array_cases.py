@@ -1,0 +1,403 @@
+"""Workload 4: what symdiff cannot run yet, with the reference numbers of the others.
+
+symdiff takes scalar arguments only, unrolls loops and has no batched target, so
+its rows say which issue unblocks them (arrays: issue 3, loops: issue 4,
+vectorize: issue 7); the baselines show the numbers to beat.  The RK4 pendulum is
+also run for 10 (and, in a full run, 25) steps, which symdiff can unroll, to show
+how unrolling scales.
+
+Every function is written once against a namespace ``m`` of elementary functions
+and a namespace ``c`` of constants converted to the tool's array type.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+import types
+from typing import Any
+
+import numpy as np
+from array_tools import baselines, hand_row
+from harness import Case, Context, Row, namespace
+from rk4_cases import rk4_case
+from scalar_cases import seed004, symdiff_info, z_math
+
+NEEDS_ARRAYS = "cannot run yet (needs arrays: issue 3)"
+NEEDS_VECTORIZE = "cannot run yet (needs vectorize: issue 7)"
+
+
+# -- batched: seed 004's z(u) at 10^6 points -----------------------------------------
+BATCH = 10**6
+
+
+def batched_generic(m, c, u):
+    return seed004(m, u)
+
+
+def batched_numpy_grad(u):
+    v = u * u
+    w, x = np.sin(v), np.log(v)
+    z = np.exp(w * x)
+    return (z * x * np.cos(v) + z * w / v) * 2.0 * u
+
+
+def batched_numba_grad(u):
+    out = np.empty_like(u)
+    for i in range(u.size):
+        v = u[i] * u[i]
+        w, x = math.sin(v), math.log(v)
+        z = math.exp(w * x)
+        out[i] = (z * x * math.cos(v) + z * w / v) * 2.0 * u[i]
+    return out
+
+
+def batched_numba_fwd(u):
+    out = np.empty_like(u)
+    for i in range(u.size):
+        v = u[i] * u[i]
+        out[i] = math.exp(math.sin(v) * math.log(v))
+    return out
+
+
+def batched_case() -> Case:
+    u = np.linspace(0.5, 2.0, BATCH)
+
+    def symdiff_impl(ctx: Context) -> list[Row]:
+        rows = [Row("symdiff", note=NEEDS_VECTORIZE, status="cannot-run")]
+        if ctx.quick:
+            return rows
+        sd = ctx.modules["symdiff"]
+        g, f = sd.grad(z_math), sd.jit(z_math)
+
+        def loop(fn):
+            return lambda a: np.fromiter(map(fn, a.tolist()), np.float64, a.size)
+
+        row = ctx.measure("symdiff", lambda: (loop(g), loop(f)), (u,))
+        row.tool = "symdiff (Python loop)"
+        row.note = "workaround: the scalar kernel called once per point"
+        symdiff_info(row, g, f)
+        return [*rows, row]
+
+    def sympy_impl(ctx: Context) -> list[Row]:
+        sp = ctx.modules["sympy"]
+        x = sp.Symbol("u")
+        expr = seed004(namespace(ctx, "sympy"), x)
+        t0 = time.perf_counter()
+        d = sp.diff(expr, x)
+        diff_s = time.perf_counter() - t0
+        rows = []
+        for cse in (False, True):
+
+            def make(cse=cse):
+                g = sp.lambdify([x], d, modules="numpy", cse=cse)
+                return g, sp.lambdify([x], expr, modules="numpy", cse=cse)
+
+            row = ctx.measure("sympy", make, (u,), "lambdify(modules='numpy')")
+            row.tool = "sympy lambdify" + (" cse" if cse else "")
+            row.setup_s = (row.setup_s or 0.0) + diff_s
+            rows.append(row)
+        return rows
+
+    tools = {
+        "symdiff": symdiff_impl,
+        "numba": lambda ctx: hand_row(
+            ctx, "numba", batched_numba_grad, batched_numba_fwd, (u,)
+        ),
+        "numpy": lambda ctx: hand_row(
+            ctx, "numpy", batched_numpy_grad, lambda a: seed004(np, a), (u,)
+        ),
+        **baselines(batched_generic, {}, (u,), batched=True),
+        "sympy": sympy_impl,
+    }
+    return Case(
+        "arrays", "batched z(u), 10^6 points", tools, lambda: batched_numpy_grad(u)
+    )
+
+
+# -- Rosenbrock ----------------------------------------------------------------------
+def rosenbrock(m, c, x):
+    return m.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosenbrock_numpy_grad(x):
+    g = np.zeros_like(x)
+    d = x[1:] - x[:-1] ** 2
+    g[:-1] = -400.0 * x[:-1] * d - 2.0 * (1.0 - x[:-1])
+    g[1:] += 200.0 * d
+    return g
+
+
+def rosenbrock_numba_grad(x):
+    g = np.zeros_like(x)
+    for i in range(x.size - 1):
+        d = x[i + 1] - x[i] * x[i]
+        g[i] += -400.0 * x[i] * d - 2.0 * (1.0 - x[i])
+        g[i + 1] += 200.0 * d
+    return g
+
+
+def rosenbrock_numba_fwd(x):
+    s = 0.0
+    for i in range(x.size - 1):
+        d = x[i + 1] - x[i] * x[i]
+        s += 100.0 * d * d + (1.0 - x[i]) ** 2
+    return s
+
+
+def rosenbrock_case(n: int, label: str) -> Case:
+    x = np.random.default_rng(n).uniform(-1.5, 1.5, n)
+    tools = {
+        "symdiff": NEEDS_ARRAYS,
+        "numba": lambda ctx: hand_row(
+            ctx, "numba", rosenbrock_numba_grad, rosenbrock_numba_fwd, (x,)
+        ),
+        "numpy": lambda ctx: hand_row(
+            ctx,
+            "numpy",
+            rosenbrock_numpy_grad,
+            lambda a: rosenbrock(np, None, a),
+            (x,),
+        ),
+        **baselines(rosenbrock, {}, (x,)),
+    }
+    return Case(
+        "arrays", f"Rosenbrock n={label}", tools, lambda: rosenbrock_numpy_grad(x)
+    )
+
+
+# -- MLP 784-256-256-10, batch 256, softmax cross-entropy ----------------------------
+MLP_SIZES = (784, 256, 256, 10)
+MLP_BATCH = 256
+
+
+def mlp_data() -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
+    rng = np.random.default_rng(784)
+    params = []
+    for fan_in, fan_out in itertools.pairwise(MLP_SIZES):
+        params.append(rng.normal(0.0, 1.0 / math.sqrt(fan_in), (fan_in, fan_out)))
+        params.append(rng.normal(0.0, 0.1, fan_out))
+    x = rng.normal(0.0, 1.0, (MLP_BATCH, MLP_SIZES[0]))
+    y = np.eye(MLP_SIZES[-1])[rng.integers(0, MLP_SIZES[-1], MLP_BATCH)]
+    return {"X": x, "Y": y}, tuple(params)
+
+
+def mlp(m, c, w1, b1, w2, b2, w3, b3):
+    h1 = m.relu(c.X @ w1 + b1)
+    h2 = m.relu(h1 @ w2 + b2)
+    z = h2 @ w3 + b3
+    mx = m.max_keep(z, 1)
+    lse = m.log(m.sum_axis(m.exp(z - mx), 1)) + mx[:, 0]
+    return m.sum(lse - m.sum_axis(c.Y * z, 1)) / MLP_BATCH
+
+
+def mlp_numpy_grad(x, y, w1, b1, w2, b2, w3, b3):
+    a1 = x @ w1 + b1
+    h1 = np.maximum(a1, 0.0)
+    a2 = h1 @ w2 + b2
+    h2 = np.maximum(a2, 0.0)
+    z = h2 @ w3 + b3
+    p = np.exp(z - z.max(axis=1)[:, None])
+    p /= p.sum(axis=1)[:, None]
+    dz = (p - y) / x.shape[0]
+    da2 = (dz @ w3.T) * (a2 > 0.0)
+    da1 = (da2 @ w2.T) * (a1 > 0.0)
+    return (
+        x.T @ da1,
+        da1.sum(axis=0),
+        h1.T @ da2,
+        da2.sum(axis=0),
+        h2.T @ dz,
+        dz.sum(axis=0),
+    )
+
+
+def mlp_numba_grad(x, y, w1, b1, w2, b2, w3, b3):
+    a1 = x @ w1 + b1
+    h1 = np.maximum(a1, 0.0)
+    a2 = h1 @ w2 + b2
+    h2 = np.maximum(a2, 0.0)
+    z = h2 @ w3 + b3
+    dz = np.empty_like(z)
+    for i in range(z.shape[0]):  # softmax row by row
+        e = np.exp(z[i] - z[i].max())
+        dz[i] = (e / e.sum() - y[i]) / x.shape[0]
+    da2 = (dz @ np.ascontiguousarray(w3.T)) * (a2 > 0.0)
+    da1 = (da2 @ np.ascontiguousarray(w2.T)) * (a1 > 0.0)
+    return (
+        np.ascontiguousarray(x.T) @ da1,
+        da1.sum(axis=0),
+        np.ascontiguousarray(h1.T) @ da2,
+        da2.sum(axis=0),
+        np.ascontiguousarray(h2.T) @ dz,
+        dz.sum(axis=0),
+    )
+
+
+def mlp_numba_fwd(x, y, w1, b1, w2, b2, w3, b3):
+    h1 = np.maximum(x @ w1 + b1, 0.0)
+    h2 = np.maximum(h1 @ w2 + b2, 0.0)
+    z = h2 @ w3 + b3
+    total = 0.0
+    for i in range(z.shape[0]):
+        mx = z[i].max()
+        total += math.log(np.exp(z[i] - mx).sum()) + mx - (y[i] * z[i]).sum()
+    return total / x.shape[0]
+
+
+def mlp_case() -> Case:
+    consts, params = mlp_data()
+    data = (consts["X"], consts["Y"])
+
+    def numpy_fwd(x, y, *p):
+        return mlp(namespace(None, "numpy"), types.SimpleNamespace(X=x, Y=y), *p)
+
+    tools = {
+        "symdiff": NEEDS_ARRAYS,
+        "numba": lambda ctx: hand_row(
+            ctx, "numba", mlp_numba_grad, mlp_numba_fwd, (*data, *params)
+        ),
+        "numpy": lambda ctx: hand_row(
+            ctx, "numpy", mlp_numpy_grad, numpy_fwd, (*data, *params)
+        ),
+        **baselines(mlp, consts, params),
+    }
+    return Case(
+        "arrays",
+        "MLP 784-256-256-10, batch 256",
+        tools,
+        lambda: mlp_numpy_grad(*data, *params),
+    )
+
+
+# -- GMM, ADBench objective, d=10 k=25 n=1000 ----------------------------------------
+GMM_D, GMM_K, GMM_N = 10, 25, 1000
+WISHART_GAMMA, WISHART_M = 1.0, 0
+
+
+def _multigammaln(a: float, p: int) -> float:
+    return p * (p - 1) / 4 * math.log(math.pi) + sum(
+        math.lgamma(a + (1 - j) / 2) for j in range(1, p + 1)
+    )
+
+
+def gmm_data() -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
+    d, k, n = GMM_D, GMM_K, GMM_N
+    rng = np.random.default_rng(2018)
+    alphas = rng.normal(0.0, 1.0, k)
+    means = rng.uniform(0.0, 1.0, (k, d))
+    icf = rng.normal(0.0, 0.5, (k, d + d * (d - 1) // 2))
+    x = rng.uniform(0.0, 1.0, (n, d))
+    # icf[:, d:] holds the strictly lower triangle of L, column by column
+    # (ADBench's order); tril_idx gathers it into a d x d matrix.
+    tril_idx = np.zeros((d, d), dtype=np.int64)
+    rows, cols = [], []
+    p = d
+    for j in range(d):
+        for i in range(j + 1, d):
+            tril_idx[i, j] = p
+            rows.append(i)
+            cols.append(j)
+            p += 1
+    mask = np.tril(np.ones((d, d)), -1)
+    wn = d + WISHART_M + 1
+    wishart_c = wn * d * (math.log(WISHART_GAMMA) - 0.5 * math.log(2.0))
+    wishart_c -= _multigammaln(0.5 * wn, d)
+    consts = {
+        "x": x,
+        "tril_idx": tril_idx,
+        "tril_mask": mask,
+        "rows": np.array(rows),
+        "cols": np.array(cols),
+        "const": -n * d * 0.5 * math.log(2 * math.pi) - k * wishart_c,
+    }
+    return consts, (alphas, means, icf)
+
+
+def logsumexp(m, a, axis):
+    mx = m.max_keep(a, axis)
+    return m.log(m.sum_axis(m.exp(a - mx), axis)) + m.sum_axis(mx, axis)
+
+
+def gmm(m, c, alphas, means, icf):
+    d = GMM_D
+    qlog = icf[:, :d]
+    qdiag = m.exp(qlog)
+    sum_qs = m.sum_axis(qlog, 1)
+    lower = icf[:, c.tril_idx] * c.tril_mask  # k, d, d
+    xc = c.x[:, None, :] - means[None, :, :]  # n, k, d
+    y = qdiag[None, :, :] * xc + m.einsum("kij,nkj->nki", lower, xc)
+    inner = alphas[None, :] + sum_qs[None, :] - 0.5 * m.sum_axis(y * y, 2)
+    prior = 0.5 * WISHART_GAMMA**2 * (
+        m.sum(qdiag * qdiag) + m.sum(icf[:, d:] ** 2)
+    ) - WISHART_M * m.sum(sum_qs)
+    return (
+        c.const
+        + m.sum(logsumexp(m, inner, 1))
+        - GMM_N * logsumexp(m, alphas, 0)
+        + prior
+    )
+
+
+def gmm_numpy_grad(c, alphas, means, icf):
+    """The derivative of `gmm` by hand (responsibilities r, Q = diag + lower)."""
+    d, ar = GMM_D, np.arange(GMM_D)
+    qlog = icf[:, :d]
+    qdiag = np.exp(qlog)
+    q = icf[:, c.tril_idx] * c.tril_mask
+    q[:, ar, ar] = qdiag
+    xc = c.x[:, None, :] - means[None, :, :]
+    y = np.einsum("kij,nkj->nki", q, xc)
+    inner = alphas + qlog.sum(axis=1) - 0.5 * (y * y).sum(axis=2)
+    r = np.exp(inner - inner.max(axis=1, keepdims=True))
+    r /= r.sum(axis=1, keepdims=True)
+    soft = np.exp(alphas - alphas.max())
+    g_alphas = r.sum(axis=0) - GMM_N * soft / soft.sum()
+    ry = r[:, :, None] * y
+    g_q = -np.einsum("nki,nkj->kij", ry, xc)
+    g_means = np.einsum("kij,nki->kj", q, ry)
+    g_icf = np.empty_like(icf)
+    g_icf[:, :d] = (
+        r.sum(axis=0)[:, None]
+        + g_q[:, ar, ar] * qdiag
+        + WISHART_GAMMA**2 * qdiag**2
+        - WISHART_M
+    )
+    g_icf[:, d:] = g_q[:, c.rows, c.cols] + WISHART_GAMMA**2 * icf[:, d:]
+    return g_alphas, g_means, g_icf
+
+
+def gmm_case() -> Case:
+    consts, params = gmm_data()
+    c = types.SimpleNamespace(**consts)
+    tools = {
+        "symdiff": NEEDS_ARRAYS,
+        "numpy": lambda ctx: hand_row(
+            ctx,
+            "numpy",
+            lambda *p: gmm_numpy_grad(c, *p),
+            lambda *p: gmm(namespace(None, "numpy"), c, *p),
+            params,
+        ),
+        **baselines(gmm, consts, params),
+    }
+    return Case(
+        "arrays",
+        f"GMM d={GMM_D} k={GMM_K} n={GMM_N}",
+        tools,
+        lambda: gmm_numpy_grad(c, *params),
+    )
+
+
+def array_cases() -> list[Case]:
+    return [
+        batched_case(),
+        rosenbrock_case(10**3, "10^3"),
+        rosenbrock_case(10**6, "10^6"),
+        mlp_case(),
+        gmm_case(),
+        rk4_case(1000),
+        rk4_case(10),
+        rk4_case(25, full_only=True),
+    ]
