@@ -55,8 +55,9 @@ import array_cases  # noqa: E402
 import harness  # noqa: E402
 import report  # noqa: E402
 import scalar_cases  # noqa: E402
+import startup  # noqa: E402
 
-WORKLOADS = ("latency", "nested", "from_sympy", "arrays")
+WORKLOADS = ("latency", "nested", "from_sympy", "arrays", "startup")
 
 
 def cases_for(workload: str, quick: bool) -> list[harness.Case]:
@@ -69,6 +70,8 @@ def cases_for(workload: str, quick: bool) -> list[harness.Case]:
         return [scalar_cases.from_sympy_case()]
     if workload == "arrays":
         return array_cases.array_cases()
+    if workload == "startup":
+        return []  # fresh processes, reported apart (startup.py)
     raise ValueError(workload)
 
 
@@ -134,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise SystemExit(f"unknown tools {sorted(unknown)}: {harness.TOOLS}")
     cases = selected_cases(args.only, args.quick)
-    if not cases:
+    with_startup = any(i.partition(":")[0] == "startup" for i in args.only or WORKLOADS)
+    if not cases and not with_startup:
         raise SystemExit(f"no case matches --only {' '.join(args.only or [])}")
     started = time.perf_counter()
     ctx = harness.Context(harness.Settings.make(args.quick), tools)
@@ -159,11 +163,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"one-off warm-up per tool (not in the table): {warm}")
     for tool, why in ctx.missing.items():
         print(f"skipped tool: {tool} (not installed: {why})")
-    print()
-    print(report.table(rows))
-    print()
-    summary = report.summary(rows)
-    print(summary)
+    summary = report.summary(rows) if rows else ""
+    if rows:
+        print()
+        print(report.table(rows))
+        print()
+        print(summary)
+    if with_startup:
+        startup_text = startup.startup_report(repeats=2 if args.quick else 3)
+        print()
+        print(startup_text)
+        summary += "\n" + startup_text
     print(f"\ntotal time: {elapsed:.0f} s")
     if args.json:
         payload = {
