@@ -1,0 +1,318 @@
+"""Lowering statements: assignments, ``if`` (if-conversion), ``return``, unrolled
+``for``, imports; and the statements symdiff rejects, with what to write instead.
+
+A mixin of :class:`symdiff.frontend.lower.Lowerer`.  Statement blocks are lowered
+recursively: their nesting is bounded by Python's own limit on indentation.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from symdiff.frontend.expressions import python_value
+from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.ir import build as B
+from symdiff.ir.node import Node
+
+if TYPE_CHECKING:
+    from symdiff.frontend.lower import Frame
+
+#: ``for`` loops over constant ranges are unrolled up to this many iterations.
+MAX_UNROLL = 10_000
+
+# Statement kinds symdiff rejects, with what to write instead.
+UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
+    ast.While: (
+        "`while` loops are not supported yet",
+        "use `for i in range(n)` with a constant `n`",
+    ),
+    ast.Break: (
+        "`break` is not supported yet",
+        "guard the rest of the loop body with `if` instead",
+    ),
+    ast.Continue: (
+        "`continue` is not supported yet",
+        "guard the rest of the loop body with `if` instead",
+    ),
+    ast.Try: (
+        "`try` blocks are not supported",
+        "remove it: differentiated code must be plain arithmetic",
+    ),
+    ast.With: ("`with` blocks are not supported", "move it out of the function"),
+    ast.Raise: (
+        "`raise` is not supported",
+        "validate the arguments before calling the differentiated function",
+    ),
+    ast.Global: (
+        "`global` declarations are not supported",
+        "pass the value as an argument",
+    ),
+    ast.Nonlocal: (
+        "`nonlocal` declarations are not supported",
+        "pass the value as an argument",
+    ),
+    ast.Delete: ("`del` is not supported", "remove it"),
+    ast.FunctionDef: (
+        "a nested `def` is not supported",
+        "define the helper at module level and call it",
+    ),
+    ast.ClassDef: ("a class definition is not supported", "define it at module level"),
+    ast.AsyncFunctionDef: ("an `async def` is not supported", "use a plain `def`"),
+    ast.AsyncFor: ("`async for` is not supported", "use a plain `for`"),
+    ast.AsyncWith: ("`async with` is not supported", "remove it"),
+    ast.Match: ("`match` statements are not supported", "use `if`/`elif`/`else`"),
+}
+
+
+def _local_names(tree: ast.FunctionDef | ast.Lambda) -> set[str]:
+    body = tree.body if isinstance(tree, ast.FunctionDef) else [tree.body]
+    return _local_names_of(body)
+
+
+def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
+    names: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+class StatementLowering:
+    """Mixin: statements to IR, updating the current frame's environment."""
+
+    frame: Frame
+    hints: dict[Node, str]
+    poison: Node
+    error: Callable[..., Node]
+    expr: Callable[..., Value]
+    scalar: Callable[..., Node]
+    merge: Callable[..., Value]
+
+    def block(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            if self.frame.live is B.FALSE:
+                return  # unreachable after a return on every path
+            handler = getattr(self, "_stmt_" + type(stmt).__name__, None)
+            if handler is None:
+                what, hint = UNSUPPORTED_STATEMENTS.get(
+                    type(stmt),
+                    (f"`{type(stmt).__name__}` statements are not supported", ""),
+                )
+                self.error(stmt, what, hint)
+                self._poison_names(stmt)
+                continue
+            handler(stmt)
+
+    def _poison_names(self, stmt: ast.stmt) -> None:
+        """Bind the names a rejected statement defines, so that later uses of them
+        do not raise follow-on errors."""
+        names = set(_local_names_of([stmt]))
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        for name in names:
+            self.frame.env[name] = self.poison
+
+    def assign(self, target: ast.expr, value: Value) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Node) and value.op not in ("param", "const"):
+                self.hints.setdefault(value, target.id)
+            self.frame.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, tuple):
+                self.error(
+                    target,
+                    "cannot unpack a single value",
+                    "the right-hand side must be a tuple",
+                )
+                value = (self.poison,) * len(target.elts)
+            elif len(value) != len(target.elts):
+                self.error(
+                    target,
+                    f"cannot unpack {len(value)} values into {len(target.elts)} names",
+                )
+                value = (self.poison,) * len(target.elts)
+            for elt, item in zip(target.elts, value, strict=True):
+                self.assign(elt, item)
+        else:
+            what = {
+                "Subscript": "element assignment",
+                "Attribute": "assigning to an attribute",
+                "Starred": "starred assignment",
+            }.get(type(target).__name__, "this assignment target")
+            self.error(
+                target,
+                f"{what} is not supported yet",
+                "assign to a plain variable name",
+            )
+
+    def _stmt_Assign(self, stmt: ast.Assign) -> None:
+        value = self.expr(stmt.value)
+        for target in stmt.targets:
+            self.assign(target, value)
+
+    def _stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        if stmt.value is not None:
+            self.assign(stmt.target, self.expr(stmt.value))
+
+    def _stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        as_load = ast.copy_location(
+            ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value), stmt
+        )
+        ast.fix_missing_locations(as_load)
+        self.assign(stmt.target, self.expr(as_load))
+
+    def _stmt_Return(self, stmt: ast.Return) -> None:
+        if stmt.value is None:
+            self.error(stmt, "`return` without a value", "return the function's result")
+            value: Value = self.poison
+        else:
+            value = self.expr(stmt.value)
+        self.frame.returns.append((self.frame.live, value))
+        self.frame.live = B.FALSE
+
+    def _stmt_Expr(self, stmt: ast.Expr) -> None:
+        value = stmt.value
+        if isinstance(value, ast.Constant):
+            return  # a docstring or a bare constant: no effect
+        if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
+            self.expr(value)  # reports the construct itself
+            return
+        if isinstance(value, ast.Call):
+            name = ast.unparse(value.func)
+            self.error(
+                stmt,
+                f"a call of `{name}` as a statement is not supported",
+                "remove it: symdiff compiles functions without side effects",
+            )
+            return
+        self.error(
+            stmt,
+            "an expression statement has no effect on the result",
+            "assign its value to a variable, or remove it",
+        )
+
+    def _stmt_Pass(self, stmt: ast.Pass) -> None:
+        pass
+
+    def _stmt_Assert(self, stmt: ast.Assert) -> None:
+        pass  # checks on values are not part of the derivative
+
+    def _stmt_Import(self, stmt: ast.Import) -> None:
+        for alias in stmt.names:
+            name = alias.name if alias.asname else alias.name.split(".")[0]
+            module = self._import(stmt, alias.name)
+            if module is not None:
+                target = importlib.import_module(name) if not alias.asname else module
+                self.frame.env[alias.asname or name] = Static(target)
+
+    def _stmt_ImportFrom(self, stmt: ast.ImportFrom) -> None:
+        module = self._import(stmt, stmt.module or "")
+        for alias in stmt.names:
+            if module is None or not hasattr(module, alias.name):
+                self.error(stmt, f"cannot import `{alias.name}` from `{stmt.module}`")
+                continue
+            self.frame.env[alias.asname or alias.name] = python_value(
+                getattr(module, alias.name)
+            )
+
+    def _import(self, stmt: ast.stmt, name: str) -> types.ModuleType | None:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            self.error(stmt, f"cannot import `{name}`")
+            return None
+
+    def _stmt_If(self, stmt: ast.If) -> None:
+        frame = self.frame
+        cond = B.truth(
+            self.scalar(stmt.test, self.expr(stmt.test, test=True), "the condition")
+        )
+        if cond.op == "const":  # decided at compile time: lower one branch only
+            self.block(stmt.body if cond.value else stmt.orelse)
+            return
+        env0, live0 = dict(frame.env), frame.live
+        frame.live = B.logical_and(live0, cond)
+        self.block(stmt.body)
+        env_then, live_then = frame.env, frame.live
+        frame.env, frame.live = dict(env0), B.logical_and(live0, B.logical_not(cond))
+        self.block(stmt.orelse)
+        env_else, live_else = frame.env, frame.live
+        if live_then is B.FALSE:
+            return  # the state after the `if` is the else branch's
+        if live_else is B.FALSE:
+            frame.env, frame.live = env_then, live_then
+            return
+        frame.env = {}
+        for name in env_then.keys() | env_else.keys():
+            a = env_then.get(name, Undefined(name, stmt.lineno))
+            b = env_else.get(name, Undefined(name, stmt.lineno))
+            frame.env[name] = a if a is b else self.merge(stmt, cond, a, b)
+        untouched = live_then is B.logical_and(
+            live0, cond
+        ) and live_else is B.logical_and(live0, B.logical_not(cond))
+        frame.live = live0 if untouched else B.logical_or(live_then, live_else)
+
+    def _stmt_For(self, stmt: ast.For) -> None:
+        items = self._unroll_items(stmt)
+        if items is None:
+            return
+        for item in items:
+            if self.frame.live is B.FALSE:
+                return
+            self.assign(stmt.target, item)
+            self.block(stmt.body)
+        self.block(stmt.orelse)
+
+    def _unroll_items(self, stmt: ast.For) -> list[Value] | None:
+        hint = (
+            "loops are unrolled for now, so the bounds must be constants; "
+            "loops with run-time bounds are planned"
+        )
+        it = stmt.iter
+        if (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "range"
+        ):
+            bounds = [self.expr(a) for a in it.args]
+            if any(b is self.poison for b in bounds):
+                return None
+            if (
+                not all(
+                    isinstance(b, Node) and b.op == "const" and b.dtype == "int64"
+                    for b in bounds
+                )
+                or not 1 <= len(bounds) <= 3
+                or it.keywords
+            ):
+                self.error(it, "`range` bounds must be constant integers", hint)
+                return None
+            rng = range(*(b.value for b in bounds))  # type: ignore[union-attr]
+            if len(rng) > MAX_UNROLL:
+                self.error(
+                    it,
+                    f"a loop of {len(rng)} iterations is too long to unroll "
+                    f"(at most {MAX_UNROLL})",
+                    hint,
+                )
+                return None
+            return [B.constant(i) for i in rng]
+        value = self.expr(it)
+        if isinstance(value, tuple):
+            return list(value)
+        if value is not self.poison:
+            self.error(it, "a `for` loop must run over `range(...)` or a tuple", hint)
+        return None
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    if isinstance(target, ast.Name):
+        return ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target)
+    return target
