@@ -33,6 +33,7 @@ from symdiff.errors import (
     SymdiffError,
     TranslationError,
 )
+from symdiff.vectorize import vectorize
 
 
 def from_sympy(expr, symbols, *, target="cpu"):  # type: ignore[no-untyped-def]
@@ -63,5 +64,6 @@ __all__ = [
     "jvp",
     "stop_gradient",
     "value_and_grad",
+    "vectorize",
     "vjp",
 ]

@@ -60,7 +60,10 @@ ARG = 2.0  # arguments are sampled from [-ARG, ARG]
 HELPER_ARG = 2.0  # helper parameters are assumed within [-HELPER_ARG, HELPER_ARG]
 DPS = 40  # digits for the reference
 
-SYMBOLS = sympy.symbols("x0 x1 x2", real=True)
+# Plain symbols: with real=True, SymPy's automatic simplification queries assumptions
+# (is_positive, as_real_imag...) through the whole expression at every step, which
+# takes minutes on some large programs.  The derivative is the same.
+SYMBOLS = sympy.symbols("x0 x1 x2")
 
 FUZZ_SETTINGS = {
     "deadline": None,
@@ -175,6 +178,8 @@ UNARY = [
     "log2",
     "log10",
     "reciprocal",
+    "float",
+    "radians",
     "abs",
     "round",  # floor or ceil: derivative zero, so rarer than the others
 ]
@@ -201,16 +206,34 @@ CONSTANTS = [0.5, 1.5, 2.0, 0.25, 3.0, 0.75, 1.25, 1, 2, 3]
 
 # -- the reference interpreter -------------------------------------------------------
 class Ctx:
-    """One frame of the reference run: name -> (mpmath value, SymPy expression)."""
+    """One frame of the reference run: name -> (mpmath value, SymPy expression).
 
-    __slots__ = ("env", "margins")
+    ``defs`` (shared by all frames of a run) lists ``(symbol, expression, value)``
+    for every assignment: each assigned value becomes a fresh SymPy symbol, so the
+    expressions stay small (see :func:`reference`).
+    """
 
-    def __init__(self, env: dict[str, tuple[Any, Any]], margins: list[Any]):
+    __slots__ = ("defs", "env")
+
+    def __init__(self, env: dict[str, tuple[Any, Any]], defs: list[Any]):
         self.env = env
-        self.margins = margins
+        self.defs = defs
 
     def margin(self, distance: Any) -> None:
-        self.margins.append(abs(distance))
+        if abs(distance) < MARGIN:
+            raise NearBranchPoint
+
+    def bind(self, value: tuple[Any, Any]) -> tuple[Any, Any]:
+        v, expr = value
+        if isinstance(expr, (sympy.Symbol, sympy.Number)):
+            return value
+        sym = sympy.Symbol(f"_v{len(self.defs)}")
+        self.defs.append((sym, expr, v))
+        return v, sym
+
+
+class NearBranchPoint(Exception):
+    """The sample is within MARGIN of a condition's or a kink's switching point."""
 
 
 Eval = Callable[[Ctx], tuple[Any, Any]]
@@ -255,7 +278,7 @@ class Assign:
     def run(self, ctx: Ctx) -> Any:
         values = [v.ev(ctx) for v in self.values]
         for name, value in zip(self.targets, values):
-            ctx.env[name] = value
+            ctx.env[name] = ctx.bind(value)
         return None
 
 
@@ -270,7 +293,7 @@ class AugAssign:
         return [f"{'    ' * level}{self.target} {self.op}= {self.rhs.text}"]
 
     def run(self, ctx: Ctx) -> Any:
-        ctx.env[self.target] = self.combined.ev(ctx)
+        ctx.env[self.target] = ctx.bind(self.combined.ev(ctx))
         return None
 
 
@@ -305,6 +328,29 @@ class If:
         return run_block(self.body if self.cond.ev(ctx) else self.orelse, ctx)
 
 
+@dataclass(eq=False)
+class For:
+    """``for var in range(n)`` or over a tuple of constants (unrolled by symdiff)."""
+
+    var: str
+    header: str
+    items: list[float]
+    body: list[Any]
+
+    def lines(self, level: int) -> list[str]:
+        head = f"{'    ' * level}for {self.var} in {self.header}:"
+        return [head, *block_lines(self.body, level + 1)]
+
+    def run(self, ctx: Ctx) -> Any:
+        for item in self.items:
+            sym = sympy.Integer(item) if isinstance(item, int) else sympy.Rational(item)
+            ctx.env[self.var] = (mpmath.mpf(item), sym)
+            result = run_block(self.body, ctx)
+            if result is not None:
+                return result
+        return None
+
+
 def block_lines(stmts: list[Any], level: int) -> list[str]:
     if not stmts:
         return ["    " * level + "pass"]
@@ -326,6 +372,14 @@ class Helper:
     body: list[Any]
     lo: float
     hi: float
+    defaults: dict[str, float]
+
+    @property
+    def signature(self) -> str:
+        return ", ".join(
+            f"{p}={self.defaults[p]!r}" if p in self.defaults else p
+            for p in self.params
+        )
 
 
 @dataclass(eq=False)
@@ -346,18 +400,18 @@ class Program:
             lines += [
                 "",
                 "",
-                f"def {h.name}({', '.join(h.params)}):",
+                f"def {h.name}({h.signature}):",
                 *block_lines(h.body, 1),
             ]
         lines += ["", "", f"def f({', '.join(self.args)}):", *block_lines(self.body, 1)]
         return "\n".join(lines) + "\n"
 
-    def run(self, point: tuple[float, ...], margins: list[Any]) -> tuple[Any, Any]:
+    def run(self, point: tuple[float, ...], defs: list[Any]) -> tuple[Any, Any]:
         env = {
             name: (mpmath.mpf(x), SYMBOLS[i])
             for i, (name, x) in enumerate(zip(self.args, point))
         }
-        result = run_block(self.body, Ctx(env, margins))
+        result = run_block(self.body, Ctx(env, defs))
         assert result is not None, "generator bug: the program can end without return"
         return result
 
@@ -525,6 +579,8 @@ class Gen:
         self, base: Expr, expo: Expr, lo: float, hi: float, int_expo: int | None = None
     ) -> Expr:
         spelling = self.pick(SPELLINGS["pow"])
+        if spelling == "np.power" and base.text.isdigit():
+            spelling = "**"  # np.power(2, -1) raises: integers to negative powers
         if spelling == "**":
             text, atom = f"{base.par} ** {expo.par}", False
         else:
@@ -632,19 +688,12 @@ class Gen:
         if depth <= 0 or self.chance(10):
             return self.leaf(scope)
         kind = self.pick(["unary", "binary", "unary", "binary", "ifexp", "helper"])
-        if kind == "ifexp" and self.chance(50):
+        guarded = self.guarded(scope, depth) if kind == "ifexp" else None
+        if guarded is not None:
+            out = self.ifexp(*guarded)
+        elif kind == "ifexp" and self.chance(50):
             cond = self.cond(scope, 1)
-            a, b = self.expr(scope, depth - 1), self.expr(scope, depth - 1)
-
-            def ev(ctx: Ctx) -> tuple[Any, Any]:
-                return a.ev(ctx) if cond.ev(ctx) else b.ev(ctx)
-
-            cond_text = cond.text if cond.atom else f"({cond.text})"
-            out = Expr(
-                f"{a.par} if {cond_text} else {b.par}",
-                *_hull((a.lo, a.hi), (b.lo, b.hi)),
-                ev,
-            )
+            out = self.ifexp(cond, self.expr(scope, depth - 1), self.expr(scope, depth - 1))
         elif kind == "helper" and self.helpers and self.chance(60):
             out = self.helper_call(scope, depth)
         elif kind == "unary":
@@ -653,19 +702,78 @@ class Gen:
             out = self.binary(scope, depth)
         return self.clamp(out)
 
+    def ifexp(self, cond: Cond, a: Expr, b: Expr) -> Expr:
+        def ev(ctx: Ctx) -> tuple[Any, Any]:
+            return a.ev(ctx) if cond.ev(ctx) else b.ev(ctx)
+
+        cond_text = cond.text if cond.atom else f"({cond.text})"
+        lo, hi = _hull((a.lo, a.hi), (b.lo, b.hi))
+        return Expr(f"{a.par} if {cond_text} else {b.par}", lo, hi, ev)
+
+    def guarded(
+        self, scope: dict[str, tuple[float, float]], depth: int
+    ) -> tuple[Cond, Expr, Expr] | None:
+        """``(cond, a, b)`` where ``a`` is undefined (NaN) wherever ``cond`` is false.
+
+        Python evaluates only the taken arm, but symdiff computes both: its untaken
+        arm gives NaN (``sqrt(-1)``, ``log(-1)``), which must not reach the value or
+        the gradient.  None when the operand never reaches the domain.
+        """
+        u = self.operand(scope, depth - 1)
+        form = self.pick(["sqrt", "log", "reciprocal", "pow", "asin", "atanh", "acosh"])
+        if form in ("asin", "atanh"):  # -0.875 < u < 0.875
+            if u.mag <= 0.875 or u.lo >= 0.75 or u.hi <= -0.75:
+                return None
+            cond = self.compare([self.const(-0.875), u, self.const(0.875)], ["<", "<"])
+            w = dataclasses.replace(u, lo=max(u.lo, -0.875), hi=min(u.hi, 0.875))
+            fn = math.asin if form == "asin" else math.atanh
+            arm = self.call(form, [w], *_mono(fn, w.lo, w.hi))
+        else:
+            # u > c + 0.25, and the arm is f(u - c), or f(u) for acosh (u > 1.25)
+            c = 1.0 if form == "acosh" else self.pick([0.0, 0.5, -0.5, 1.0])
+            if u.hi <= c + 0.5 or u.lo >= c + 0.25:
+                return None
+            cond = self.compare([u, self.const(c + 0.25)], [">"])
+            w = u if c == 0.0 or form == "acosh" else self.binop(u, "-", self.const(c))
+            w = dataclasses.replace(w, lo=0.25 if form != "acosh" else 1.25)
+            if form == "pow":
+                r = self.pick([0.5, 1.5, -0.5])
+                arm = self.power(w, self.const(r), *_mono(lambda v: v**r, w.lo, w.hi))
+            elif form == "reciprocal":
+                arm = self.binop(self.const(1.0), "/", w)
+            else:
+                fn = {"sqrt": math.sqrt, "log": math.log, "acosh": math.acosh}[form]
+                arm = self.call(form, [w], fn(w.lo), fn(w.hi))
+        other = self.expr(scope, depth - 1)
+        if self.chance(50):  # the guarded arm second: `b if not cond else arm`
+            negated = Cond(f"not {cond.text}", lambda ctx: not cond.ev(ctx), atom=False)
+            return negated, other, arm
+        return cond, arm, other
+
     def helper_call(self, scope: dict[str, tuple[float, float]], depth: int) -> Expr:
         h = self.pick(self.helpers)
-        args = [self.small(self.expr(scope, depth - 1), HELPER_ARG) for _ in h.params]
+        args = {
+            p: self.small(self.expr(scope, depth - 1), HELPER_ARG)
+            for p in h.params
+            if p not in h.defaults or self.chance(50)  # else the default value
+        }
+        texts = [
+            f"{p}={a.text}" if p in h.defaults and self.chance(50) else a.text
+            for p, a in args.items()
+        ]
+        if any("=" in t for t in texts[: len(texts) - 1]):  # keep positional first
+            texts = [a.text for a in args.values()]
 
         def ev(ctx: Ctx) -> tuple[Any, Any]:
-            env = {p: a.ev(ctx) for p, a in zip(h.params, args)}
-            result = run_block(h.body, Ctx(env, ctx.margins))
+            env = {p: a.ev(ctx) for p, a in args.items()}
+            for p, value in h.defaults.items():
+                if p not in env:
+                    env[p] = (mpmath.mpf(value), sympy.Rational(value))
+            result = run_block(h.body, Ctx(env, ctx.defs))
             assert result is not None, "generator bug: helper can end without return"
             return result
 
-        return Expr(
-            f"{h.name}({', '.join(a.text for a in args)})", h.lo, h.hi, ev, atom=True
-        )
+        return Expr(f"{h.name}({', '.join(texts)})", h.lo, h.hi, ev, atom=True)
 
     def unary(self, name: str, u: Expr) -> Expr:
         if name == "neg":
@@ -743,6 +851,24 @@ class Gen:
                 c = self.const(self.pick([1.125, 1.5, 2.0]))
                 p = self.binop(c, "+", self.square_of(u))
             return self.call("acosh", [p], math.acosh(p.lo), math.acosh(p.hi))
+        if name == "float":
+            return dataclasses.replace(u, text=f"float({u.text})", atom=True)
+        if name == "radians":
+            spelling = self.pick(
+                ["math.radians", "np.deg2rad", "math.degrees", "np.rad2deg"]
+            )
+            if spelling in ("math.degrees", "np.rad2deg"):
+                f = 180.0 / math.pi
+            else:
+                f = math.pi / 180.0
+            k = sympy.Rational(f)
+
+            def ev(ctx: Ctx) -> tuple[Any, Any]:
+                v, sym = u.ev(ctx)
+                return v * mpmath.mpf(f), sym * k
+
+            return Expr(f"{spelling}({u.text})", *_mono(lambda v: v * f, u.lo, u.hi), ev,
+                        atom=True)
         if name == "reciprocal":
             nz = self.nonzero(u)
             lo, hi = _mono(lambda v: 1.0 / v, nz.lo, nz.hi)
@@ -966,9 +1092,18 @@ class Gen:
         for _ in range(n):
             kinds = ["assign", "assign", "reassign", "aug", "tuple", "swap"]
             if depth < 2:
-                kinds += ["if", "if"]
+                kinds += ["if", "if", "loop", "guard"]
             kind = self.pick(kinds)
-            if kind == "if":
+            guarded = self.guarded(scope, 2) if kind == "guard" else None
+            if guarded is not None:  # if cond: v = arm  else: v = other
+                cond, a, b = guarded
+                name = self.fresh() if self.chance(50) else self.pick(list(scope))
+                out.append(If(cond, [Assign([name], [a])], [Assign([name], [b])]))
+                scope[name] = _hull((a.lo, a.hi), (b.lo, b.hi))
+                self.unread[name] = None
+            elif kind == "loop":
+                out += self.loop(scope)
+            elif kind == "if":
                 stmt, after, term = self.if_stmt(scope, depth)
                 out.append(stmt)
                 scope.clear()
@@ -1011,6 +1146,39 @@ class Gen:
                 self.unread[name] = None
                 scope[name] = (value.lo, value.hi)
         return out, False
+
+    def loop(self, scope: dict[str, tuple[float, float]]) -> list[Any]:
+        """``acc = init`` and a loop that updates it (symdiff unrolls the loop)."""
+        acc, var = self.fresh(), f"i{next(self.counter)}"
+        init = self.expr(scope, self.count(0, 2))
+        if self.chance(65):
+            n = self.count(1, 3)
+            start = self.pick([0, 1])
+            items: list[Any] = list(range(start, start + n))
+            header = f"range({n})" if start == 0 else f"range({start}, {start + n})"
+        else:
+            items = self.pick([[0.5, 1.5], [-1.0, 0.25, 2.0], [1, 2]])
+            header = f"({', '.join(map(repr, items))})"
+        body_scope = dict(scope)
+        body_scope[var] = (min(items), max(items))
+        e = self.small(self.expr(body_scope, self.count(1, 2)), 2.0)
+        n, form = len(items), self.pick(["+=", "-=", "contract"])
+        if form == "contract":  # acc = c * acc + e stays within [-m, m]
+            m = max(init.mag, 2 * e.mag)
+            body_scope[acc] = (-m, m)
+            c = self.const(self.pick([0.5, -0.5, 0.25]))
+            value = self.binop(self.binop(c, "*", self.var(acc, body_scope)), "+", e)
+            body: Any = Assign([acc], [value])
+            lo, hi = -m, m
+        else:
+            body_scope[acc] = (init.lo, init.hi)
+            op = form[0]
+            body = AugAssign(acc, op, e, self.binop(self.var(acc, body_scope), op, e))
+            step_lo, step_hi = (e.lo, e.hi) if op == "+" else (-e.hi, -e.lo)
+            lo, hi = init.lo + n * min(step_lo, 0.0), init.hi + n * max(step_hi, 0.0)
+        scope[acc] = (lo, hi)
+        self.unread[acc] = None
+        return [Assign([acc], [init]), For(var, header, items, [body])]
 
     def branch(
         self, scope: dict[str, tuple[float, float]], depth: int, target: str
@@ -1083,9 +1251,12 @@ class Gen:
         for i in range(self.count(0, 2) if self.chance(40) else 0):
             self.prefix = "u"
             params = [f"p{j}" for j in range(self.count(1, 2))]
+            defaults = {}
+            if len(params) == 2 and self.chance(30):
+                defaults[params[1]] = self.pick([0.75, -0.5, 1.5])
             scope = dict.fromkeys(params, (-HELPER_ARG, HELPER_ARG))
             body, (lo, hi) = self.function(scope, self.count(0, 2), 1)
-            self.helpers.append(Helper(f"h{i}", params, body, lo, hi))
+            self.helpers.append(Helper(f"h{i}", params, body, lo, hi, defaults))
         self.prefix = "t"
         nargs = self.count(1, 3)
         scope = dict.fromkeys((f"x{i}" for i in range(nargs)), (-ARG, ARG))
@@ -1147,22 +1318,42 @@ class Reference:
 
 
 def reference(case: Case) -> Reference | None:
-    """Value and gradient from SymPy at 40 digits; None if a branch point is close."""
+    """Value and gradient from SymPy at 40 digits; None if a branch point is close.
+
+    Every assignment of the program is a SymPy symbol defined by a (small) SymPy
+    expression of the arguments and earlier symbols.  SymPy differentiates each
+    definition; the chain rule through the definitions is applied numerically, in
+    forward mode: d(v)/dx = sum over the symbols s of v's definition of
+    diff(def, s) * d(s)/dx.  (Substituting the definitions into one expression gives
+    the same derivative, but SymPy's automatic simplification can take minutes on
+    such expressions: it queries assumptions through them at every step.)
+    """
     program, point = case.program, case.point
     with mpmath.workdps(DPS):
-        margins: list[Any] = []
-        mp_value, expr = program.run(point, margins)
-        if margins and min(margins) < MARGIN:
+        defs: list[Any] = []
+        try:
+            mp_value, expr = program.run(point, defs)
+        except NearBranchPoint:
             return None
-        subs = {SYMBOLS[i]: sympy.Float(x, DPS) for i, x in enumerate(point)}
-        value = _real(expr.xreplace(subs).evalf(DPS), case)
-        grads = tuple(
-            _real(sympy.diff(expr, SYMBOLS[i]).xreplace(subs).evalf(DPS), case)
-            for i in case.argnums
-        )
-        # The interpreter's mpmath value and SymPy's agree: a check of the generator.
-        assert abs(value - mp_value) <= 1e-25 * (1 + abs(mp_value)), case
-        return Reference(value, grads)
+        k = len(case.argnums)
+        values: dict[Any, Any] = {}
+        tangents: dict[Any, list[Any]] = {}
+        for j, i in enumerate(case.argnums):
+            values[SYMBOLS[i]] = sympy.Float(case.point[i], DPS)
+            tangents[SYMBOLS[i]] = [mpmath.mpf(j == m) for m in range(k)]
+        for sym, definition, mp_def in [*defs, (None, expr, mp_value)]:
+            value = _real(definition.xreplace(values).evalf(DPS), case)
+            # The interpreter's mpmath value and SymPy's agree: checks the generator.
+            assert abs(value - mp_def) <= 1e-25 * (1 + abs(mp_def)), (definition, case)
+            tangent = [mpmath.mpf(0)] * k
+            for s in definition.free_symbols:
+                if any(tangents[s]):
+                    d = sympy.diff(definition, s).xreplace(values).evalf(DPS)
+                    d = _real(d, case)
+                    tangent = [t + d * ts for t, ts in zip(tangent, tangents[s])]
+            values[sym] = sympy.Float(value, DPS)
+            tangents[sym] = tangent
+        return Reference(value, tuple(tangent))
 
 
 def _real(number: Any, case: Case) -> Any:
@@ -1200,7 +1391,9 @@ def check(case: Case, directory: Any, target: str) -> tuple[float, tuple[float, 
         *case.point
     )
     only_grads = symdiff.grad(fn, argnums=case.argnums, target=target)(*case.point)
+    forward = symdiff.jit(fn, target=target)(*case.point)
     assert close(float(value), ref.value), report(case, "value", value, ref.value)
+    assert close(float(forward), ref.value), report(case, "jit", forward, ref.value)
     for i, (g, g2, expected) in enumerate(zip(grads, only_grads, ref.grads)):
         x = f"x{case.argnums[i]}"
         assert close(float(g), expected), report(

@@ -1,0 +1,376 @@
+"""``symdiff.vectorize``: a scalar transform as a batched, NumPy-style function.
+
+The scalar kernel (one per argument-dtype signature, as :class:`~symdiff.Compiled`
+builds them) is called once per element from a generated Numba loop::
+
+    def f_grad_cpu(x, y, x_bar, y_bar):
+        for i in range(x_bar.shape[0]):
+            x_bar[i], y_bar[i] = f_grad(x[i], y[i])
+
+``target="parallel"`` writes ``numba.prange`` instead of ``range`` and compiles with
+``parallel=True``.  Broadcasting happens in Python before the loop: an argument with
+the broadcast shape is passed flat (without a copy when it is C-contiguous and of the
+kernel's dtype), a one-element argument is read once before the loop, and any other
+one is expanded to the broadcast shape.  Each scalar output gets its own
+preallocated array; the results come back in the kernel's nested structure,
+reshaped to the broadcast shape.
+
+The loop's source is deterministic, registered with :mod:`linecache` like the
+kernels' (tracebacks and ``inspect`` show it) and readable as ``.source``.  Loops
+are cached per kernel, target and set of one-element arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import math
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from symdiff import __version__
+from symdiff.backend.jit import NJIT_OPTIONS, synthetic_filename
+from symdiff.compiled import Compiled
+from symdiff.errors import ArgumentError
+from symdiff.kernel import Kernel
+from symdiff.transforms import rebuild
+
+#: Targets of :func:`vectorize`.
+TARGETS = ("cpu", "parallel")
+
+# The generated loops: per id(kernel), per (target, which arguments are broadcast
+# from one element).  A kernel's entry goes when the kernel is garbage-collected
+# (the loops hold its Numba dispatcher, not the kernel).
+_LOOPS: dict[int, dict[tuple[str, tuple[bool, ...]], _Loop]] = {}
+
+# NumPy dtype kind -> a sample scalar, from which Compiled picks the kernel dtype.
+_SAMPLES: dict[str, Any] = {
+    "b": np.bool_(False),
+    "i": np.int64(0),
+    "u": np.int64(0),
+    "f": np.float64(0.0),
+}
+
+_IR_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+
+
+def vectorize(fun: Any = None, *, target: str = "cpu") -> Any:
+    """Turn a scalar transform into a batched, NumPy-style function.
+
+    Parameters
+    ----------
+    fun : Compiled or callable, optional
+        A transform (``symdiff.grad``, ``value_and_grad``, ``jit``, ``jacobian``,
+        ``hessian``) or a plain function of scalars, which is compiled with
+        :func:`symdiff.jit`.  Omit it to use ``vectorize(...)`` as a decorator.
+    target : {"cpu", "parallel"}, default "cpu"
+        ``"cpu"``: one thread; ``"parallel"``: a ``numba.prange`` loop over
+        Numba's threads (``NUMBA_NUM_THREADS``).
+
+    Returns
+    -------
+    Vectorized
+        Called with arrays (or scalars) of broadcastable shapes, it returns the
+        transform's result structure with an array of the broadcast shape at
+        each leaf (NumPy scalars for 0-d inputs, as ufuncs do).  ``.source``
+        shows the generated loop.
+
+    Examples
+    --------
+    >>> import numpy as np, symdiff
+    >>> def f(x, y):
+    ...     return x * x * y
+    >>> gx, gy = symdiff.vectorize(symdiff.grad(f, argnums=(0, 1)))(
+    ...     np.array([1.0, 2.0]), 3.0)
+    >>> gx, gy
+    (array([ 6., 12.]), array([1., 4.]))
+    """
+    if target not in TARGETS:
+        if target == "cuda":
+            raise ArgumentError(
+                "the CUDA target of symdiff.vectorize is planned but not available "
+                "yet; use target='cpu' or target='parallel'"
+            )
+        raise ArgumentError(
+            f"unknown target {target!r} for symdiff.vectorize: choose 'cpu' or "
+            "'parallel' ('cuda' is planned)"
+        )
+    if fun is None:
+        return lambda f: Vectorized(f, target)
+    return Vectorized(fun, target)
+
+
+def _as_compiled(fun: Any) -> Compiled:
+    if isinstance(fun, Vectorized):
+        return fun._compiled
+    if isinstance(fun, Compiled):
+        if fun._spec.kind in ("jvp", "vjp", "hvp"):
+            raise ArgumentError(
+                f"cannot vectorize the {fun._spec.kind} of `{_name(fun)}`"
+            )
+        if fun._target != "cpu":
+            # The loop calls a Numba kernel: rebuild the transform for the CPU.
+            return Compiled(fun._fun, fun._spec, "cpu")
+        return fun
+    if not callable(fun):
+        raise ArgumentError(
+            "symdiff.vectorize expects a function or a symdiff transform, got a "
+            f"`{type(fun).__name__}`"
+        )
+    from symdiff.api import jit
+
+    compiled: Compiled = jit(fun)
+    return compiled
+
+
+def _name(fun: Any) -> str:
+    return str(getattr(fun, "__name__", "f"))
+
+
+class Vectorized:
+    """A scalar transform applied elementwise to arrays (see :func:`vectorize`)."""
+
+    def __init__(self, fun: Any, target: str = "cpu"):
+        self._compiled = _as_compiled(fun)
+        self._target = target
+        self._last: tuple[Kernel, _Loop] | None = None
+        self._name = _name(self._compiled)
+        self._params = list(self._compiled._signature.parameters)
+        self._plans: dict[
+            tuple[tuple[str, ...], tuple[bool, ...]],
+            tuple[Kernel, _Loop, list[type], list[type]],
+        ] = {}
+        functools.update_wrapper(self, self._compiled, updated=())
+
+    @property
+    def target(self) -> str:
+        return self._target
+
+    @property
+    def transform(self) -> Compiled:
+        """The scalar transform called per element."""
+        return self._compiled
+
+    # -- calling --------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        compiled = self._compiled
+        if kwargs or len(args) != compiled._nparams:
+            args = compiled._bind(args, kwargs)
+        arrays = [
+            _as_array(self._name, n, a) for n, a in zip(self._params, args, strict=True)
+        ]
+        shape = arrays[0].shape if arrays else ()
+        if any(a.shape != shape for a in arrays):
+            shape = _broadcast_shape(self._name, self._params, arrays)
+        size = math.prod(shape)
+        kinds = tuple(a.dtype.kind for a in arrays)
+        scalar = tuple(a.size == 1 and size != 1 for a in arrays)
+        plan = self._plans.get((kinds, scalar))
+        if plan is None:
+            plan = self._plan(kinds, scalar)
+        kernel, loop, in_types, out_types = plan
+        self._last = kernel, loop
+        flat = [
+            _flat(a, shape, t, s)
+            for a, t, s in zip(arrays, in_types, scalar, strict=True)
+        ]
+        outs: list[np.ndarray] = [np.empty(size, t) for t in out_types]
+        if size and outs:
+            loop.compiled(*flat, *outs)
+        if not isinstance(kernel.returns, tuple):
+            return outs[0].reshape(shape)[()]
+        results = iter([o.reshape(shape)[()] for o in outs])
+        return rebuild(kernel.returns, lambda _: next(results))
+
+    def _plan(
+        self, kinds: tuple[str, ...], scalar: tuple[bool, ...]
+    ) -> tuple[Kernel, _Loop, list[type], list[type]]:
+        """The kernel, loop, argument and output dtypes for arrays of these kinds
+        (checking them, e.g. that no bool is differentiated)."""
+        dtypes, _ = self._compiled._dtypes(tuple(_SAMPLES[k] for k in kinds))
+        kernel = self._compiled._kernel(dtypes)
+        loop = _loop(kernel, self._target, self._params, scalar)
+        in_types = [_IR_DTYPES[d] for d in dtypes]
+        out_types = [_IR_DTYPES[node.dtype] for node in kernel.outputs]
+        plan = kernel, loop, in_types, out_types
+        self._plans[kinds, scalar] = plan
+        return plan
+
+    # -- inspection -----------------------------------------------------------------
+    def _current(self) -> tuple[Kernel, _Loop]:
+        if self._last is None:
+            n = len(self._params)
+            kernel, loop, _, _ = self._plan(("f",) * n, (False,) * n)
+            self._last = kernel, loop
+        return self._last
+
+    @property
+    def source(self) -> str:
+        """The generated loop: the last one called, else the one for float64
+        arrays of the same shape."""
+        return self._current()[1].source
+
+    @property
+    def python(self) -> Callable[..., Any]:
+        """The generated loop as plain Python (it still calls the Numba kernel)."""
+        return self._current()[1].python
+
+    @property
+    def kernel(self) -> Kernel:
+        """The scalar kernel the loop calls."""
+        return self._current()[0]
+
+    def __repr__(self) -> str:
+        return f"<symdiff vectorize(target={self._target!r}) of {self._compiled!r}>"
+
+
+# -- arguments ----------------------------------------------------------------------
+def _as_array(fname: str, name: str, value: Any) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(
+            f"argument `{name}` of `{fname}` is not an array of numbers: {exc}"
+        ) from None
+    kind = array.dtype.kind
+    if kind not in _SAMPLES:
+        what = "complex numbers" if kind == "c" else f"dtype {array.dtype}"
+        raise ArgumentError(
+            f"argument `{name}` of `{fname}` has {what}; vectorize takes numbers "
+            "or arrays of bool, int or float"
+        )
+    if kind == "u" and array.dtype.itemsize == 8:
+        array = array.astype(np.float64)  # as NumPy promotes uint64 with int64
+    return array
+
+
+def _broadcast_shape(
+    fname: str, names: list[str], arrays: list[np.ndarray]
+) -> tuple[int, ...]:
+    try:
+        return np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        shapes = ", ".join(
+            f"`{n}` has shape {a.shape}" for n, a in zip(names, arrays, strict=True)
+        )
+        raise ArgumentError(
+            f"the arguments of `{fname}` cannot be broadcast together: {shapes}"
+        ) from None
+
+
+def _flat(
+    array: np.ndarray, shape: tuple[int, ...], dtype: type, scalar: bool
+) -> np.ndarray:
+    """The argument as a C-contiguous 1-D array of the kernel's dtype: one element
+    for a broadcast scalar, else one per element of the broadcast shape."""
+    if scalar:
+        return array.reshape(1).astype(dtype, copy=False)
+    if array.shape != shape:
+        array = np.broadcast_to(array, shape)
+    return np.ascontiguousarray(array, dtype=dtype).reshape(-1)
+
+
+# -- the generated loop -------------------------------------------------------------
+@dataclass
+class _Loop:
+    name: str
+    source: str
+    python: Callable[..., Any]
+    compiled: Any
+
+
+def _loop(
+    kernel: Kernel, target: str, params: list[str], scalar: tuple[bool, ...]
+) -> _Loop:
+    loops = _LOOPS.get(id(kernel))
+    if loops is None:
+        loops = _LOOPS[id(kernel)] = {}
+        weakref.finalize(kernel, _LOOPS.pop, id(kernel), None)
+    loop = loops.get((target, scalar))
+    if loop is None:
+        name, source = loop_source(kernel, target, params, scalar)
+        python = _load(source, name, kernel)
+        import numba  # here: `import symdiff` must stay light
+
+        options = dict(NJIT_OPTIONS, parallel=target == "parallel")
+        loop = _Loop(name, source, python, numba.njit(**options)(python))
+        loops[target, scalar] = loop
+    return loop
+
+
+def loop_source(
+    kernel: Kernel, target: str, params: list[str], scalar: tuple[bool, ...]
+) -> tuple[str, str]:
+    """The name and module text of the loop calling ``kernel`` per element."""
+    taken = {kernel.name, "numba"}
+
+    def fresh(base: str, fallback: str) -> str:
+        name = base if base.isidentifier() else fallback
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    i = fresh("i", "i")
+    args = [fresh(p, f"a{k}") for k, p in enumerate(params)]
+    outs = [
+        fresh(f"{o}_out" if o in taken else o, f"out{k}")
+        for k, o in enumerate(kernel.output_names)
+    ]
+    name = fresh(f"{kernel.name}_{target}", f"f_{target}")
+    hoisted = {a: fresh(f"{a}0", "a0") for a, s in zip(args, scalar, strict=True) if s}
+
+    counter = iter(outs)
+    targets = _unpacked(rebuild(kernel.returns, lambda _: f"{next(counter)}[{i}]"))
+    call_args = ", ".join(hoisted.get(a, f"{a}[{i}]") for a in args)
+    loop_range = "numba.prange" if target == "parallel" else "range"
+    header = [
+        f"# generated by symdiff {__version__}: vectorize(target='{target}') of "
+        f"`{kernel.name}`",
+        f"# one call of `{kernel.name}` per element; the output arrays are "
+        "preallocated",
+    ]
+    if hoisted:
+        header.append(
+            f"# broadcast from one element: {', '.join(f'`{a}`' for a in hoisted)}"
+        )
+    lines = [*header]
+    if target == "parallel":
+        lines.append("import numba")
+    lines += ["", "", f"def {name}({', '.join(args + outs)}):"]
+    lines += [f"    {h} = {a}[0]" for a, h in hoisted.items()]
+    length = f"{outs[0]}.shape[0]" if outs else "0"
+    lines.append(f"    for {i} in {loop_range}({length}):")
+    lines.append(f"        {targets} = {kernel.name}({call_args})")
+    return name, "\n".join(lines) + "\n"
+
+
+def _unpacked(value: Any) -> str:
+    """Assignment targets for a nested tuple of target strings."""
+    if isinstance(value, tuple):
+        inner = ", ".join(
+            f"({_unpacked(v)})" if isinstance(v, tuple) else _unpacked(v) for v in value
+        )
+        return inner + "," if len(value) == 1 else inner
+    return str(value)
+
+
+def _load(source: str, name: str, kernel: Kernel) -> Callable[..., Any]:
+    """Execute the loop's module with the kernel's dispatcher as a global."""
+    filename = synthetic_filename(name, source)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {
+        "__name__": f"symdiff_generated_{name}",
+        kernel.name: kernel.compiled,
+    }
+    exec(compile(source, filename, "exec"), namespace)
+    fn = namespace[name]
+    assert callable(fn)
+    return fn  # type: ignore[no-any-return]
+
+
+__all__ = ["TARGETS", "Vectorized", "loop_source", "vectorize"]

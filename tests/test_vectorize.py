@@ -1,0 +1,451 @@
+"""symdiff.vectorize: scalar transforms as batched, broadcasting NumPy functions."""
+
+import gc
+import importlib
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import symdiff
+from symdiff.vectorize import vectorize
+
+# `symdiff.vectorize` is the function; the module is reached through the importer
+vectorize_module = importlib.import_module("symdiff.vectorize")
+
+TARGETS = ("cpu", "parallel")
+
+
+def f2(x, y):
+    v = x * x
+    return math.exp(math.sin(v) * math.log(v)) + y * v
+
+
+def df2(x, y):
+    v = x * x
+    z = np.exp(np.sin(v) * np.log(v))
+    dv = z * (np.cos(v) * np.log(v) + np.sin(v) / v) + y
+    return dv * 2 * x, v
+
+
+def z(u):
+    return math.exp(math.sin(u**2) * math.log(u**2))
+
+
+def safe_sqrt(x):
+    # the untaken branch is sqrt of a negative number: NaN, if it leaked
+    return math.sqrt(x) if x > 0 else 0.0
+
+
+def piecewise(x, y):
+    if x > 1.0:
+        return math.log(x - 1.0) * y
+    elif x < -1.0:
+        return y / (x + 1.0)
+    return x * x * y
+
+
+def dpiecewise(x, y):
+    with np.errstate(all="ignore"):
+        return _dpiecewise(x, y)
+
+
+def _dpiecewise(x, y):
+    dx = np.where(
+        x > 1.0, y / (x - 1.0), np.where(x < -1.0, -y / (x + 1.0) ** 2, 2 * x * y)
+    )
+    dy = np.where(x > 1.0, np.log(x - 1.0), np.where(x < -1.0, 1 / (x + 1.0), x * x))
+    return dx, dy
+
+
+def polar(r, t):
+    return r * math.cos(t), r * math.sin(t)
+
+
+def with_aux(x, y):
+    return x * y + x, (x * 2.0, y)
+
+
+def kinked(a, b):
+    return max(a, 0.0) * abs(b) + min(a, b)
+
+
+def leaves(value):
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in leaves(v)]
+    return [value]
+
+
+def assert_matches_scalar(vec, scalar, *arrays, rtol=1e-13):
+    """``vec(*arrays)`` against the transform called element by element."""
+    got = vec(*arrays)
+    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
+    cols = [np.broadcast_to(a, shape).ravel() for a in arrays]
+    want = [leaves(scalar(*vals)) for vals in zip(*cols)]
+    got_leaves = leaves(got)
+    for k, g in enumerate(got_leaves):
+        assert np.shape(g) == shape
+        w = np.array([row[k] for row in want], dtype=float)
+        np.testing.assert_allclose(np.ravel(g), w, rtol=rtol, atol=0)
+    assert all(len(row) == len(got_leaves) for row in want)
+    return got
+
+
+RNG = np.random.default_rng(7)
+XS = RNG.uniform(-3.0, 3.0, 41)
+YS = RNG.uniform(-2.0, 2.0, 41)
+
+
+# -- correctness ----------------------------------------------------------------------
+@pytest.mark.parametrize("target", TARGETS)
+def test_grad_matches_scalar_calls_and_analytic(target):
+    g = symdiff.grad(f2, argnums=(0, 1))
+    vec = vectorize(g, target=target)
+    x = np.abs(XS) + 0.1
+    gx, gy = assert_matches_scalar(vec, g, x, YS)
+    want_x, want_y = df2(x, YS)
+    np.testing.assert_allclose(gx, want_x, rtol=1e-12)
+    np.testing.assert_allclose(gy, want_y, rtol=1e-14)
+    assert gx.dtype == np.float64 and gx.flags.c_contiguous
+
+
+def test_value_and_grad_structure():
+    vg = symdiff.value_and_grad(f2, argnums=(0, 1))
+    x = np.abs(XS) + 0.1
+    value, (gx, _) = assert_matches_scalar(vectorize(vg), vg, x, YS)
+    np.testing.assert_allclose(value, [f2(a, b) for a, b in zip(x, YS)], rtol=1e-14)
+    np.testing.assert_allclose(gx, df2(x, YS)[0], rtol=1e-12)
+
+
+def test_value_and_grad_with_aux():
+    vg = symdiff.value_and_grad(with_aux, argnums=(0, 1), has_aux=True)
+    (value, (a0, a1)), (gx, gy) = vectorize(vg)(XS, YS)
+    np.testing.assert_array_equal(value, XS * YS + XS)
+    np.testing.assert_array_equal(a0, XS * 2.0)
+    np.testing.assert_array_equal(a1, YS)
+    np.testing.assert_array_equal(gx, YS + 1.0)
+    np.testing.assert_array_equal(gy, XS)
+
+
+def test_grad_int_argnums_gives_one_array():
+    out = vectorize(symdiff.grad(z))(np.abs(XS) + 0.1)
+    assert isinstance(out, np.ndarray) and out.shape == XS.shape
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_branches_leak_no_nan(target):
+    x = np.array([-4.0, -1.0, -0.0, 0.0, 1e-300, 0.25, 9.0])
+    vg = symdiff.value_and_grad(safe_sqrt)
+    value, grad = vectorize(vg, target=target)(x)
+    assert not np.isnan(value).any() and not np.isnan(grad).any()
+    np.testing.assert_array_equal(value, np.sqrt(np.maximum(x, 0.0)))
+    pos = x > 0
+    np.testing.assert_allclose(grad[pos], 0.5 / np.sqrt(x[pos]), rtol=1e-15)
+    np.testing.assert_array_equal(grad[~pos], 0.0)
+
+
+def test_piecewise_all_three_branches():
+    g = symdiff.grad(piecewise, argnums=(0, 1))
+    x = np.concatenate([XS, [1.0, -1.0, 1.5, -1.5]])
+    y = np.resize(YS, x.shape)
+    gx, gy = assert_matches_scalar(vectorize(g), g, x, y)
+    assert not np.isnan(gx).any() and not np.isnan(gy).any()
+    want_x, want_y = dpiecewise(x, y)
+    np.testing.assert_allclose(gx, want_x, rtol=1e-13)
+    np.testing.assert_allclose(gy, want_y, rtol=1e-13)
+
+
+def test_kinks_follow_the_scalar_kernel():
+    g = symdiff.grad(kinked, argnums=(0, 1))
+    a = np.array([-1.0, 0.0, 0.0, 2.0, 1.0])
+    b = np.array([0.5, 0.0, -1.0, -3.0, 1.0])
+    assert_matches_scalar(vectorize(g), g, a, b, rtol=0)
+
+
+def test_jit_of_plain_function_and_of_compiled():
+    got = vectorize(polar)(2.0, XS)
+    assert isinstance(got, tuple) and len(got) == 2
+    np.testing.assert_allclose(got[0], 2.0 * np.cos(XS), rtol=1e-15)
+    np.testing.assert_allclose(got[1], 2.0 * np.sin(XS), rtol=1e-15)
+    jitted = symdiff.jit(polar)
+    assert_matches_scalar(vectorize(jitted), jitted, 2.0, XS, rtol=0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_jacobian_nested_structure(target):
+    jac = symdiff.jacobian(polar, argnums=(0, 1))
+    r = np.abs(XS)
+    (drx, dtx), (dry, dty) = vectorize(jac, target=target)(r, YS)
+    np.testing.assert_allclose(drx, np.cos(YS), rtol=1e-15)
+    np.testing.assert_allclose(dtx, -r * np.sin(YS), rtol=1e-15)
+    np.testing.assert_allclose(dry, np.sin(YS), rtol=1e-15)
+    np.testing.assert_allclose(dty, r * np.cos(YS), rtol=1e-15)
+    assert_matches_scalar(vectorize(jac, target=target), jac, r, YS, rtol=0)
+
+
+def test_hessian():
+    h = symdiff.hessian(f2, argnums=(0, 1))
+    x = np.abs(XS) + 0.1
+    (_, hxy), (hyx, hyy) = assert_matches_scalar(vectorize(h), h, x, YS)
+    np.testing.assert_allclose(hxy, 2 * x, rtol=1e-15)
+    np.testing.assert_array_equal(hyy, 0.0)
+    np.testing.assert_array_equal(hxy, hyx)
+
+
+def test_python_target_transform_is_vectorized_with_numba():
+    g = symdiff.grad(f2, argnums=(0, 1), target="python")
+    x = np.abs(XS) + 0.1
+    gx, _ = vectorize(g)(x, YS)
+    np.testing.assert_allclose(gx, df2(x, YS)[0], rtol=1e-12)
+
+
+# -- broadcasting ---------------------------------------------------------------------
+@pytest.mark.parametrize("target", TARGETS)
+def test_scalar_and_array(target):
+    g = symdiff.grad(f2, argnums=(0, 1))
+    vec = vectorize(g, target=target)
+    x = np.abs(XS) + 0.1
+    gx, gy = assert_matches_scalar(vec, g, x, 0.5)
+    assert gx.shape == x.shape and gy.shape == x.shape
+    assert "y0 = y[0]" in vec.source  # read once, not expanded
+    gx, gy = assert_matches_scalar(vec, g, 1.25, YS)
+    assert "x0 = x[0]" in vec.source
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_row_and_column(target):
+    g = symdiff.grad(f2, argnums=(0, 1))
+    x = (np.abs(XS[:7]) + 0.1)[:, None]
+    y = YS[None, :5]
+    gx, _ = assert_matches_scalar(vectorize(g, target=target), g, x, y)
+    assert gx.shape == (7, 5)
+    np.testing.assert_allclose(gx, df2(x, y)[0], rtol=1e-12)
+
+
+def test_three_dimensional_shapes():
+    g = symdiff.value_and_grad(f2, argnums=(0, 1))
+    x = RNG.uniform(0.1, 2.0, (2, 3, 4))
+    y = RNG.uniform(-1.0, 1.0, (3, 1))
+    value, (gx, gy) = assert_matches_scalar(vectorize(g), g, x, y)
+    assert value.shape == gx.shape == gy.shape == (2, 3, 4)
+    value, (gx, gy) = assert_matches_scalar(vectorize(g), g, x[:, :1, :], y[None])
+    assert value.shape == (2, 3, 4)
+    # size-1 arrays of any rank broadcast like scalars
+    value, _ = vectorize(g)(np.full((1, 1, 1), 1.5), y)
+    assert value.shape == (1, 3, 1)
+
+
+def test_non_contiguous_fortran_and_other_dtypes():
+    g = symdiff.grad(f2, argnums=(0, 1))
+    vec = vectorize(g)
+    base = RNG.uniform(0.1, 2.0, (6, 8))
+    y = np.asfortranarray(RNG.uniform(-1, 1, (6, 8)))
+    for x in (base[::2, ::3], base.T.copy().T, base.astype(np.float32)):
+        gx, _ = assert_matches_scalar(vec, g, x, y[: x.shape[0], : x.shape[1]])
+        assert gx.shape == x.shape
+    # ints and lists are converted; inputs are left alone
+    x = np.arange(1, 6)
+    before = x.copy()
+    gx, _ = vec(x, [0.5, 1.0, 1.5, 2.0, 2.5])
+    np.testing.assert_allclose(gx, df2(x.astype(float), 0.5 + 0.5 * x - 0.5)[0])
+    np.testing.assert_array_equal(x, before)
+
+
+def test_same_shape_contiguous_float64_inputs_are_not_copied():
+    a = np.linspace(0.0, 1.0, 10).reshape(2, 5)
+    flat = vectorize_module._flat(a, (2, 5), np.float64, False)
+    assert np.shares_memory(flat, a) and flat.shape == (10,)
+    assert not np.shares_memory(
+        vectorize_module._flat(a[:, ::2], (2, 3), np.float64, False), a
+    )
+
+
+def int_power(x, n, flag):
+    out = x
+    for _ in range(3):
+        out = out * x
+    return out * n if flag else out + n // 2
+
+
+def test_int_and_bool_arguments_keep_their_kernel_dtypes():
+    vec = vectorize(symdiff.jit(int_power))
+    jitted = symdiff.jit(int_power)
+    n = np.array([3, 4, 5])
+    flag = np.array([True, False, True])
+    out = vec(2, n, flag)
+    assert out.dtype == np.int64  # the int64 kernel, as a scalar call would use
+    np.testing.assert_array_equal(
+        out, [jitted(2, int(a), bool(b)) for a, b in zip(n, flag)]
+    )
+    g = vectorize(symdiff.grad(int_power))  # x differentiated: float64
+    got = g(np.array([1, 2]), n[:2], flag[:2])
+    np.testing.assert_allclose(got, [4.0 * 3, 4.0 * 8])
+
+
+def compare(x, y):
+    return x > y, x * y
+
+
+def test_bool_outputs():
+    gt, prod = vectorize(compare)(XS, 0.0)
+    assert gt.dtype == np.bool_
+    np.testing.assert_array_equal(gt, XS > 0.0)
+    np.testing.assert_array_equal(prod, XS * 0.0)
+
+
+# -- 0-d and empty ------------------------------------------------------------------
+@pytest.mark.parametrize("target", TARGETS)
+def test_zero_dimensional_inputs_give_numpy_scalars(target):
+    g = symdiff.grad(f2, argnums=(0, 1))
+    gx, gy = vectorize(g, target=target)(1.3, np.array(0.5))
+    assert isinstance(gx, np.float64) and np.ndim(gx) == 0
+    assert (gx, gy) == pytest.approx(g(1.3, 0.5), rel=1e-15)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_empty_inputs(target):
+    vg = vectorize(symdiff.value_and_grad(f2, argnums=(0, 1)), target=target)
+    value, (gx, gy) = vg(np.empty(0), 1.0)
+    assert value.shape == gx.shape == gy.shape == (0,)
+    value, (gx, gy) = vg(np.empty((0, 3)), np.ones(3))
+    assert value.shape == (0, 3) and gx.dtype == np.float64
+    value, _ = vg(np.empty((4, 0)), np.ones((1, 1)))
+    assert value.shape == (4, 0)
+
+
+# -- the generated loop ---------------------------------------------------------------
+def test_source_shows_the_loop_and_is_deterministic():
+    g = symdiff.grad(f2, argnums=(0, 1))
+    cpu = vectorize(g, target="cpu")
+    par = vectorize(g, target="parallel")
+    assert cpu.source == (
+        f"# generated by symdiff {symdiff.__version__}: vectorize(target='cpu') of "
+        "`f2_grad`\n"
+        "# one call of `f2_grad` per element; the output arrays are preallocated\n"
+        "\n"
+        "\n"
+        "def f2_grad_cpu(x, y, x_bar, y_bar):\n"
+        "    for i in range(x_bar.shape[0]):\n"
+        "        x_bar[i], y_bar[i] = f2_grad(x[i], y[i])\n"
+    )
+    assert "import numba" in par.source
+    assert "for i in numba.prange(x_bar.shape[0]):" in par.source
+    again = symdiff.grad(f2, argnums=(0, 1))
+    assert vectorize(again, target="parallel").source == par.source
+    # registered like the kernels: inspect and tracebacks see the generated text
+    assert inspect.getsource(cpu.python) == cpu.source.split("\n\n\n")[1]
+    assert cpu.kernel is g._kernel(("float64", "float64"))
+
+
+def test_nested_outputs_in_source():
+    src = vectorize(symdiff.jacobian(polar, argnums=(0, 1))).source
+    assert (
+        "(dout0_dr[i], dout0_dt[i]), (dout1_dr[i], dout1_dt[i]) = "
+        "polar_jacobian(r[i], t[i])"
+    ) in src
+
+
+def clash(i, numba, x_bar):
+    return i * numba * x_bar
+
+
+def identity_twice(x):
+    return (x,), x
+
+
+def test_outputs_named_like_arguments():
+    vec = vectorize(identity_twice)
+    (a,), b = vec(XS)
+    np.testing.assert_array_equal(a, XS)
+    np.testing.assert_array_equal(b, XS)
+    assert "(x_out[i],), x_out_[i] = identity_twice(x[i])" in vec.source
+
+
+def test_names_that_clash_with_the_loop_are_renamed():
+    vec = vectorize(symdiff.grad(clash, argnums=(0, 1, 2)), target="parallel")
+    assert (
+        "def clash_grad_parallel(i_, numba_, x_bar, i_bar, numba_bar, x_bar_bar)"
+        in vec.source
+    )
+    gi, gn, _ = vec(np.arange(3.0), 2.0, 3.0)
+    np.testing.assert_array_equal(gi, [6.0, 6.0, 6.0])
+    np.testing.assert_array_equal(gn, 3.0 * np.arange(3.0))
+
+
+def test_loops_are_cached_per_kernel_and_target_and_dropped_with_the_kernel():
+    g = symdiff.grad(f2, argnums=(0, 1))
+    a, b = vectorize(g), vectorize(g)
+    a(XS, YS)
+    b(XS, YS)
+    assert a._current()[1] is b._current()[1]
+    assert vectorize(g, target="parallel")._current()[1] is not a._current()[1]
+    key = id(g._kernel(("float64", "float64")))
+    assert key in vectorize_module._LOOPS
+    del g, a, b
+    gc.collect()
+    assert key not in vectorize_module._LOOPS
+
+
+def test_decorator_forms_and_keywords():
+    @symdiff.vectorize
+    def area(w, h):
+        return w * h
+
+    @symdiff.vectorize(target="cpu")
+    def perimeter(w, h=1.0):
+        return 2.0 * (w + h)
+
+    np.testing.assert_array_equal(area(XS, h=2.0), XS * 2.0)
+    np.testing.assert_array_equal(perimeter(XS), 2.0 * (XS + 1.0))
+    assert area.__name__ == "area" and "area" in repr(area)
+    assert vectorize(area).transform is area.transform
+
+
+# -- errors ---------------------------------------------------------------------------
+def test_cuda_target_is_planned():
+    with pytest.raises(symdiff.ArgumentError, match=r"CUDA target .* is planned"):
+        vectorize(symdiff.grad(z), target="cuda")
+    with pytest.raises(symdiff.ArgumentError, match=r"unknown target 'gpu'.*'cpu'"):
+        vectorize(z, target="gpu")
+
+
+def test_non_numeric_inputs():
+    vec = vectorize(symdiff.grad(f2, argnums=(0, 1)))
+    with pytest.raises(
+        symdiff.ArgumentError, match="argument `y` of `f2` has dtype <U1"
+    ):
+        vec(XS, "a")
+    with pytest.raises(symdiff.ArgumentError, match="`x` of `f2` has complex numbers"):
+        vec(XS + 1j, 1.0)
+    with pytest.raises(symdiff.ArgumentError, match="`x` of `f2` has dtype object"):
+        vec(object(), 1.0)
+    with pytest.raises(symdiff.ArgumentError, match="`x` of `f2` is not an array"):
+        vec([[1.0], [1.0, 2.0]], 1.0)
+
+
+def test_shapes_that_do_not_broadcast():
+    vec = vectorize(symdiff.grad(f2, argnums=(0, 1)))
+    with pytest.raises(symdiff.ArgumentError) as info:
+        vec(np.ones(3), np.ones((2, 4)))
+    assert str(info.value) == (
+        "the arguments of `f2` cannot be broadcast together: "
+        "`x` has shape (3,), `y` has shape (2, 4)"
+    )
+
+
+def test_wrong_number_of_arguments():
+    vec = vectorize(symdiff.grad(f2, argnums=(0, 1)))
+    with pytest.raises(symdiff.ArgumentError, match=r"f2\(x, y\): missing .* 'y'"):
+        vec(XS)
+    with pytest.raises(symdiff.ArgumentError, match="too many positional"):
+        vec(XS, XS, XS)
+
+
+def test_bad_functions_and_bool_differentiation():
+    with pytest.raises(symdiff.ArgumentError, match="expects a function"):
+        vectorize(3.0)
+    with pytest.raises(
+        symdiff.ArgumentError, match="with respect to `flag`: it is a bool"
+    ):
+        vectorize(symdiff.grad(int_power, argnums=2))(1.0, 2, np.array([True]))
