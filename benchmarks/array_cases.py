@@ -25,7 +25,6 @@ from rk4_cases import rk4_case
 from scalar_cases import seed004, symdiff_info, z_math
 
 NEEDS_ARRAYS = "cannot run yet (needs arrays: issue 3)"
-NEEDS_VECTORIZE = "cannot run yet (needs vectorize: issue 7)"
 
 
 # -- batched: seed 004's z(u) at 10^6 points -----------------------------------------
@@ -65,20 +64,26 @@ def batched_case() -> Case:
     u = np.linspace(0.5, 2.0, BATCH)
 
     def symdiff_impl(ctx: Context) -> list[Row]:
-        rows = [Row("symdiff", note=NEEDS_VECTORIZE, status="cannot-run")]
-        if ctx.quick:
-            return rows
         sd = ctx.modules["symdiff"]
         g, f = sd.grad(z_math), sd.jit(z_math)
+        rows = []
+        for target in ("cpu", "parallel"):
 
-        def loop(fn):
-            return lambda a: np.fromiter(map(fn, a.tolist()), np.float64, a.size)
+            def make(target=target):
+                return (
+                    sd.vectorize(sd.grad(z_math), target=target),
+                    sd.vectorize(sd.jit(z_math), target=target),
+                )
 
-        row = ctx.measure("symdiff", lambda: (loop(g), loop(f)), (u,))
-        row.tool = "symdiff (Python loop)"
-        row.note = "workaround: the scalar kernel called once per point"
-        symdiff_info(row, g, f)
-        return [*rows, row]
+            row = ctx.measure("symdiff", make, (u,))
+            if target == "parallel":
+                row.tool = "symdiff (parallel)"
+                row.note = "symdiff.vectorize(..., target='parallel'), 1 thread here"
+            else:
+                row.note = "symdiff.vectorize(grad(z)): one kernel call per point"
+            symdiff_info(row, g, f)
+            rows.append(row)
+        return rows
 
     def sympy_impl(ctx: Context) -> list[Row]:
         sp = ctx.modules["sympy"]
