@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from symdiff.ir.build import ONE, ZERO, add, div, mul
-from symdiff.ir.node import Node, topological
+from symdiff.ir.node import Node, is_zero, topological
 from symdiff.rules import partials
 
 #: How deep :func:`_factors` looks into products; keeps accumulation O(1) per term.
@@ -66,18 +66,62 @@ def vjp_graph(seeds: Sequence[tuple[Node, Node]], wrt: Sequence[Node]) -> Adjoin
             terms.setdefault(out, []).append(seed)
     table: dict[Node, Node] = {}
     for node in reversed(order):
-        contributions = terms.pop(node, None)
-        if not contributions:
-            continue
-        g = accumulate(contributions)
-        table[node] = g
+        parts = adjoint_parts(terms.pop(node, []))
+        if not parts:
+            continue  # no contribution, or only exact zeros: the symbolic zero
+        total = parts[0]
+        for part in parts[1:]:
+            total = add(total, part)
+        table[node] = total
         if not node.args:
             continue
         for arg, partial in zip(node.args, partials(node), strict=True):
             if partial is not None and arg in active:
-                terms.setdefault(arg, []).append(mul(g, partial))
+                # Each guarded part meets the partial inside its own guard.
+                terms.setdefault(arg, []).extend(mul(g, partial) for g in parts)
     grads = tuple(table.get(w, ZERO) for w in wrt)
     return Adjoints(grads, table)
+
+
+def adjoint_parts(contributions: list[Node]) -> list[Node]:
+    """A node's adjoint as a short list of terms whose sum it is.
+
+    Contributions routed through a branch are selects with a zero arm,
+    ``select(c, g, 0)``.  They are kept apart, one term per guard, because the
+    sum of two terms under *different* guards is no longer a select, and
+    multiplying that sum by a partial that is infinite in an untaken branch
+    (``sqrt`` at a negative point) would give ``0 * inf = NaN``.  Terms under the
+    same guard are added inside it; exact zeros (an adjoint that folded to the
+    constant 0) are dropped, as the symbolic zero they are; the unguarded rest is
+    summed with :func:`accumulate`.  The number of terms is bounded by the number
+    of distinct guards.
+    """
+    guarded: dict[tuple[Node, bool], Node] = {}
+    plain: list[Node] = []
+    for term in contributions:
+        if is_zero(term):
+            continue
+        key = _guard(term)
+        if key is None:
+            plain.append(term)
+        else:
+            guarded[key] = add(guarded[key], term) if key in guarded else term
+    parts = [t for t in guarded.values() if not is_zero(t)]
+    if plain:
+        parts.append(accumulate(plain))
+    return parts
+
+
+def _guard(term: Node) -> tuple[Node, bool] | None:
+    """``(condition, taken_arm)`` of a select with one exact-zero arm."""
+    if term.op != "select":
+        return None
+    cond, a, b = term.args
+    if is_zero(b):
+        return cond, True
+    if is_zero(a):
+        return cond, False
+    return None
 
 
 def _factors(term: Node) -> tuple[list[Node], list[Node]]:
