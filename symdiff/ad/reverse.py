@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from symdiff.ir.build import ONE, ZERO, add, div, mul
+from symdiff.ir.build import ONE, ZERO, add, div, mul, neg, select
 from symdiff.ir.node import Node, is_zero, topological
 from symdiff.rules import partials
 
@@ -87,29 +87,54 @@ def adjoint_parts(contributions: list[Node]) -> list[Node]:
     """A node's adjoint as a short list of terms whose sum it is.
 
     Contributions routed through a branch are selects with a zero arm,
-    ``select(c, g, 0)``.  They are kept apart, one term per guard, because the
-    sum of two terms under *different* guards is no longer a select, and
-    multiplying that sum by a partial that is infinite in an untaken branch
-    (``sqrt`` at a negative point) would give ``0 * inf = NaN``.  Terms under the
-    same guard are added inside it; exact zeros (an adjoint that folded to the
-    constant 0) are dropped, as the symbolic zero they are; the unguarded rest is
-    summed with :func:`accumulate`.  The number of terms is bounded by the number
-    of distinct guards.
+    ``select(c, g, 0)``, possibly nested (a branch inside a branch).  They are kept
+    apart, one term per *guard path* (the conditions from the outside in), because
+    a sum of terms under different guards is no longer a select, and multiplying
+    that sum by a partial that is infinite in an untaken branch (``sqrt`` at a
+    negative point) would give ``0 * inf = NaN``.  Terms under the same path are
+    added inside it; exact zeros (an adjoint that folded to the constant 0) are
+    dropped, as the symbolic zero they are; the unguarded rest is summed with
+    :func:`accumulate`.  The number of terms is bounded by the number of
+    contributions.
     """
-    guarded: dict[tuple[Node, bool], Node] = {}
-    plain: list[Node] = []
-    for term in contributions:
+    groups: dict[tuple[tuple[Node, bool], ...], list[Node]] = {}
+    stack: list[tuple[Node, tuple[tuple[Node, bool], ...]]] = [
+        (t, ()) for t in reversed(contributions)
+    ]
+    while stack:
+        term, path = stack.pop()
         if is_zero(term):
             continue
-        key = _guard(term)
-        if key is None:
-            plain.append(term)
+        guard = _guard(term)
+        if guard is not None:
+            inner = term.args[1] if guard[1] else term.args[2]
+            stack.append((inner, (*path, guard)))
+        elif term.op in ("add", "sub") and (path or _has_guard(term)):
+            a, b = term.args
+            stack.append((neg(b) if term.op == "sub" else b, path))
+            stack.append((a, path))
         else:
-            guarded[key] = add(guarded[key], term) if key in guarded else term
-    parts = [t for t in guarded.values() if not is_zero(t)]
-    if plain:
-        parts.append(accumulate(plain))
+            groups.setdefault(path, []).append(term)
+    parts = []
+    for path, payloads in groups.items():
+        part = accumulate(payloads)
+        for cond, taken in reversed(path):
+            part = select(cond, part, ZERO) if taken else select(cond, ZERO, part)
+        if not is_zero(part):
+            parts.append(part)
     return parts
+
+
+def _has_guard(term: Node) -> bool:
+    """Whether a sum (``add``/``sub`` chain) has a zero-arm select among its terms."""
+    stack = list(term.args)
+    while stack:
+        node = stack.pop()
+        if _guard(node) is not None:
+            return True
+        if node.op in ("add", "sub"):
+            stack.extend(node.args)
+    return False
 
 
 def _guard(term: Node) -> tuple[Node, bool] | None:
