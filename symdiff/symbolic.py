@@ -7,6 +7,7 @@ from typing import Any
 
 import sympy
 
+from symdiff.errors import ArgumentError
 from symdiff.ir.node import Node, topological
 
 
@@ -190,7 +191,11 @@ def _from_sympy_node(e: Any, args: list[Node]) -> Node:
     for fn, op in _FROM_SYMPY_UNARY.items():
         if e.func == fn:
             return B.apply(op, *args)
-    raise ValueError(f"from_sympy: unsupported SymPy expression `{e.func.__name__}`")
+    raise ArgumentError(
+        f"from_sympy: `{e.func.__name__}` is not supported ({e})\n"
+        "  help: rewrite it with elementary functions (exp, log, sin, sqrt, ...), "
+        "Piecewise, Max/Min, or pass a function written in Python to symdiff.grad"
+    )
 
 
 def _fold(fn: Callable[[Node, Node], Node], args: list[Node]) -> Node:
@@ -255,8 +260,10 @@ class SympyFunction:
                     env[e] = constant(bool(e))
                     continue
                 if isinstance(e, sympy.Symbol):
-                    raise ValueError(
-                        f"from_sympy: symbol `{e}` is not among the function's symbols"
+                    raise ArgumentError(
+                        f"from_sympy: symbol `{e}` is not among the function's "
+                        f"symbols\n  help: add `{e}` to the symbols list, or "
+                        "substitute a value for it with expr.subs(...)"
                     )
                 if not ready:
                     stack.append((e, True))

@@ -64,15 +64,19 @@ def describe(value: Value) -> str:
 
 
 def leaves(value: Any, traced: Traced | None = None) -> list[Any]:
-    """The leaves of a nested tuple, left to right (iteratively)."""
+    """The leaves of a nested tuple, left to right (iteratively).
+
+    With ``traced``, ``value`` is that function's output and every leaf must be a
+    node: anything else (a string, a module) is the user's error.
+    """
     out: list[Any] = []
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, tuple):
             stack.extend(reversed(item))
-        elif isinstance(item, (Static,)) or (traced is not None and item is None):
-            where = f"`{traced.name}` ({traced.location})" if traced else "the function"
+        elif traced is not None and not isinstance(item, Node):
+            where = f"`{traced.name}` ({traced.location})"
             raise OutputError(
                 f"{where} returns {describe(item)}; a compiled function returns "
                 "numbers or tuples of numbers"

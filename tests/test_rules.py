@@ -88,6 +88,17 @@ def test_every_op_has_a_spec():
     assert set(SPECS) == NON_LEAF
 
 
+def test_declared_arity_matches_the_rule_and_the_spec():
+    for op, spec in OPS.items():
+        if spec.kind == LEAF or spec.arity < 0:
+            continue
+        args = _params(spec.arity) if spec.arity <= 3 else None
+        node = make(op, args, shape=(), dtype="float64")
+        assert len(partials(node)) == spec.arity, op
+        if SPECS[op] is not None:
+            assert len(SPECS[op]) == spec.arity, op
+
+
 def _params(n):
     names = "abc"
     return [make("param", (), (i, names[i])) for i in range(n)]

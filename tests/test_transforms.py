@@ -322,3 +322,61 @@ def _vjp_compiled():
     from symdiff.transforms import Spec
 
     return Compiled(cubic_mix, Spec("vjp", (0, 1)))
+
+
+def test_from_sympy_errors():
+    x, y = sympy.symbols("x y", real=True)
+    with pytest.raises(symdiff.ArgumentError) as info:
+        symdiff.from_sympy(x * y, [x])(1.0)
+    assert str(info.value) == (
+        "from_sympy: symbol `y` is not among the function's symbols\n"
+        "  help: add `y` to the symbols list, or substitute a value for it with "
+        "expr.subs(...)"
+    )
+    with pytest.raises(symdiff.ArgumentError, match=r"`gamma` is not supported"):
+        symdiff.from_sympy(sympy.gamma(x), [x])(1.0)
+
+
+@symdiff.custom_vjp
+def bad_fwd(x):
+    return x
+
+
+def bad_fwd_fwd(x):
+    return x * 2.0
+
+
+def bad_fwd_bwd(res, g):
+    return (g,)
+
+
+bad_fwd.defvjp(bad_fwd_fwd, bad_fwd_bwd)
+
+
+@symdiff.custom_vjp
+def bad_bwd(x, y):
+    return x * y
+
+
+def bad_bwd_fwd(x, y):
+    return x * y, (x, y)
+
+
+def bad_bwd_bwd(res, g):
+    return (g,)
+
+
+bad_bwd.defvjp(bad_bwd_fwd, bad_bwd_bwd)
+
+
+def test_custom_vjp_rule_errors():
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(lambda x: bad_fwd(x), target="python")(1.0)
+    assert "the fwd rule of `bad_fwd` must return `(output, residuals)`" in str(
+        info.value
+    )
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(lambda x: bad_bwd(x, 2.0), target="python")(1.0)
+    assert "the bwd rule of `bad_bwd` must return a tuple of 2 cotangent(s)" in str(
+        info.value
+    )

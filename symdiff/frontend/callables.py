@@ -174,8 +174,3 @@ def _scipy_special(obj: object) -> Builtin | None:
 
 def _expit(x: Node) -> Node:
     return div(ONE, apply("add", ONE, apply("exp", apply("neg", x))))
-
-
-def supported_names() -> list[str]:
-    """Sorted names of every supported callable, for error messages and docs."""
-    return sorted({entry.name for entry in _TABLE.values()})

@@ -8,7 +8,6 @@ the smart constructors in :mod:`symdiff.ir.build` sit on top of it.
 
 from __future__ import annotations
 
-import math
 import struct
 import weakref
 from collections.abc import Iterable, Sequence
@@ -54,10 +53,6 @@ class Node:
         if self.op == "param":
             return f"Param({self.attrs[1]})"
         return f"Node({self.op}, {len(self.args)} args)"
-
-    @property
-    def is_const(self) -> bool:
-        return self.op == "const"
 
     @property
     def value(self) -> Any:
@@ -130,10 +125,6 @@ def is_zero(node: Node) -> bool:
 
 def is_one(node: Node) -> bool:
     return node.op == "const" and node.attrs[0] == 1
-
-
-def is_finite_const(node: Node) -> bool:
-    return node.op == "const" and math.isfinite(node.attrs[0])
 
 
 def topological(outputs: Iterable[Node]) -> list[Node]:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from symdiff.ir.node import DTYPES
+
 # Op kinds.  ``arith`` and ``transcendental`` are what op counts measure.
 LEAF = "leaf"
 ARITH = "arith"
@@ -180,7 +182,7 @@ def result_dtype(op: str, arg_dtypes: list[str]) -> str:
         return "bool"
     if rule == SELECT_DT:
         arg_dtypes = arg_dtypes[1:] if op == "select" else arg_dtypes[-1:]
-    widest = max(arg_dtypes, key=("bool", "int64", "float64").index)
+    widest = max(arg_dtypes, key=DTYPES.index)
     if widest == "bool" and rule == PROMOTE:
         return "int64"  # True + True == 2, as in Python
     if op == "pow" and widest == "int64":
