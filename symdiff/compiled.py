@@ -22,6 +22,13 @@ _FLOAT_TYPES = (float, np.float64)
 
 
 def _dtype_of(value: object) -> str | None:
+    if isinstance(value, np.ndarray):
+        kind = value.dtype.kind
+        dtype = {"b": "bool", "i": "int64", "u": "int64", "f": "float64"}.get(kind)
+        if dtype is None or value.ndim == 0:
+            return None
+        axes = ",".join("1" if d == 1 else ":" for d in value.shape)
+        return f"{dtype}[{axes}]"
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, (int, np.integer)):
@@ -32,6 +39,17 @@ def _dtype_of(value: object) -> str | None:
 
 
 _MISSING = object()
+
+
+def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What selects a kernel: the argument types, and for arrays their dtype, rank
+    and which axes have length 1 (not their sizes)."""
+    return tuple(
+        (np.ndarray, a.dtype.char, tuple(d == 1 for d in a.shape))
+        if isinstance(a, np.ndarray)
+        else type(a)
+        for a in args
+    )
 
 
 def _call_without_missing(
@@ -45,6 +63,12 @@ def _call_without_missing(
     names = list(self._signature.parameters)
     given = {n: v for n, v in zip(names, values, strict=True) if v is not _MISSING}
     return Compiled.__call__(self, **given)
+
+
+def _cast(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float64)
+    return float(value)
 
 
 class _Composed:
@@ -62,7 +86,11 @@ class _Composed:
     def __symdiff_trace__(self, dtypes: tuple[str, ...]) -> Traced:
         inner = self.inner
         wrt = {i % len(dtypes) for i in inner._spec.wrt}
-        dtypes = tuple("float64" if i in wrt else d for i, d in enumerate(dtypes))
+        dtypes = tuple(
+            "float64" + d[d.index("[") :] if i in wrt and "[" in d
+            else "float64" if i in wrt else d
+            for i, d in enumerate(dtypes)
+        )
         tracer = getattr(inner._fun, "__symdiff_trace__", None)
         traced = tracer(dtypes) if tracer is not None else trace(inner._fun, dtypes)
         plan = PLANNERS[inner._spec.kind](traced, inner._spec)
@@ -100,7 +128,7 @@ class Compiled:
         self._fun = fun
         self._spec = spec
         self._target = target
-        self._kernels: dict[tuple[type, ...], Callable[..., Any]] = {}
+        self._kernels: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self._by_dtypes: dict[tuple[str, ...], Kernel] = {}
         self._last: Kernel | None = None
         self._signature = self._check_function(fun)
@@ -133,7 +161,7 @@ class Compiled:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != self._nparams:
             args = self._bind(args, kwargs)
-        fn = self._kernels.get(tuple(map(type, args)))
+        fn = self._kernels.get(_key(args))
         if fn is None:
             fn = self._specialise(args)
         return fn(*args)
@@ -143,11 +171,14 @@ class Compiled:
         (tangents for jvp/hvp, cotangents for vjp)."""
         if len(primals) != self._nparams:
             primals = self._bind(primals, {})
-        fn = self._kernels.get(tuple(map(type, primals)))
+        fn = self._kernels.get(_key(primals))
         if fn is None:
             fn = self._specialise(primals)
         try:
-            floats = tuple(float(e) for e in extras)
+            floats = tuple(
+                np.asarray(e, dtype=np.float64) if isinstance(e, np.ndarray) else float(e)
+                for e in extras
+            )
         except (TypeError, ValueError):
             kinds = ", ".join(type(e).__name__ for e in extras)
             raise ArgumentError(
@@ -175,10 +206,12 @@ class Compiled:
             dtype = _dtype_of(value)
             if dtype is None:
                 kind = type(value).__name__
+                if isinstance(value, np.ndarray):
+                    kind = f"{value.ndim}-d array of {value.dtype}"
                 raise ArgumentError(
                     f"argument `{names[i]}` of `{self.__name__}` is a `{kind}`; "
-                    "symdiff compiles functions of scalars: pass a float, an int or "
-                    "a bool (array arguments are planned)"
+                    "symdiff compiles functions of numbers and NumPy arrays: pass a "
+                    "float, an int, a bool or an array of floats, ints or bools"
                 )
             if i in wrt:
                 if dtype == "bool":
@@ -186,6 +219,12 @@ class Compiled:
                         f"cannot differentiate with respect to `{names[i]}`: it is a "
                         "bool"
                     )
+                if isinstance(value, np.ndarray):
+                    if value.dtype != np.float64:
+                        casts.append(i)
+                    dtype = "float64" + dtype[dtype.index("[") :]
+                    dtypes.append(dtype)
+                    continue
                 if not isinstance(value, _FLOAT_TYPES):
                     casts.append(i)
                 dtype = "float64"
@@ -200,11 +239,12 @@ class Compiled:
             inner = fn
 
             def fn(*a: Any) -> Any:
-                return inner(*(float(v) if i in casts else v for i, v in enumerate(a)))
+                return inner(*(_cast(v) if i in casts else v for i, v in enumerate(a)))
 
+        self._kernels[_key(args)] = fn
         types_ = tuple(map(type, args))
-        self._kernels[types_] = fn
-        if not casts and type(self) is Compiled:
+        arrays = any(isinstance(a, np.ndarray) for a in args)
+        if not casts and not arrays and type(self) is Compiled:
             self._install_fast_path(types_, fn)
         return fn
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symdiff import __version__
+from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.jit import compile_kernel, load_source, python_kernel
 from symdiff.backend.printer import Printer
 from symdiff.frontend.lower import Traced, trace
@@ -86,7 +87,12 @@ def build_kernel(
         header.append(f"with respect to: {', '.join(plan.wrt)}")
     if plan.mode:
         header.append(f"mode: {plan.mode}")
-    source = Printer().function(name, sched, plan.returns, header, sections)
+    if has_arrays(sched.nodes) or any(p.shape for p in plan.params):
+        source = ArrayKernel(
+            plan.params, outputs, plan.hints, names, plan.primal, traced.checks
+        ).source(name, plan.returns, header, {"backward": next(iter(sections.values()), "backward")} if sections else {})
+    else:
+        source = Printer().function(name, sched, plan.returns, header, sections)
     if jit:
         python, compiled = compile_kernel(source, name)
     else:

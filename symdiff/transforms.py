@@ -119,6 +119,15 @@ def scalar_output(traced: Traced, spec: Spec) -> tuple[Node, Value]:
                 + (f"a tuple of {len(out)}" if isinstance(out, tuple) else "one value")
             )
         out, aux = out
+    if isinstance(out, Node) and out.shape and out.dtype != "bool":
+        from symdiff.ir.shapes import format_shape
+
+        raise OutputError(
+            f"{spec.kind} needs {name} to return one number, but it returns an array "
+            f"of shape {format_shape(out.shape, lambda i: _param_name(traced, i))}"
+            "\n  help: reduce it to a number (np.sum, np.mean, a norm), or use "
+            "jacobian/vjp for array outputs"
+        )
     if not isinstance(out, Node) or out.dtype == "bool":
         help_ = (
             "differentiate one of them, or return `(value, aux)` and pass has_aux=True"

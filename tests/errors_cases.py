@@ -242,4 +242,4 @@ def decorated(x):
     return x * math.gamma(x)
 
 
-module_lambda = lambda x: [x, x * 2.0]
+module_lambda = lambda x: {x, x * 2.0}

@@ -38,8 +38,8 @@ NO_SOURCE_HINT = (
     "file (or a notebook cell) and pass the function itself"
 )
 SCALARS_ONLY = (
-    "symdiff compiles functions of scalars: pass a float, an int or a bool "
-    "(array arguments are planned)"
+    "symdiff compiles functions of numbers and NumPy arrays: pass a float, an int, "
+    "a bool or an array of floats, ints or bools"
 )
 
 
@@ -471,11 +471,11 @@ def test_position_in_a_module_level_lambda():
     check_diagnostic(
         err,
         single(err, "<lambda>"),
-        "a list is not supported",
-        "module_lambda = lambda x: [x, x * 2.0]",
-        "[x, x * 2.0]",
-        hint="use a tuple: `(a, b)`",
-        width=len("[x, x * 2.0]"),
+        "a set is not supported",
+        "module_lambda = lambda x: {x, x * 2.0}",
+        "{x, x * 2.0}",
+        hint="use a tuple",
+        width=len("{x, x * 2.0}"),
     )
 
 
@@ -611,7 +611,12 @@ def test_unexpected_keyword_argument():
 
 @pytest.mark.parametrize(
     ("value", "kind_name"),
-    [("2.0", "str"), ([2.0], "list"), (np.array([2.0, 3.0]), "ndarray")],
+    [
+        ("2.0", "str"),
+        ([2.0], "list"),
+        (np.array([2.0j, 3.0]), "1-d array of complex128"),
+        (np.array(2.0), "0-d array of float64"),
+    ],
 )
 def test_argument_of_a_wrong_type(value, kind_name):
     with pytest.raises(symdiff.ArgumentError) as info:
@@ -619,6 +624,17 @@ def test_argument_of_a_wrong_type(value, kind_name):
     assert isinstance(info.value, symdiff.SymdiffError)
     assert str(info.value) == (
         f"argument `x` of `square` is a `{kind_name}`; {SCALARS_ONLY}"
+    )
+
+
+def test_array_output_of_grad():
+    with pytest.raises(symdiff.OutputError) as info:
+        symdiff.grad(cases.square)(np.array([2.0, 3.0]))
+    assert str(info.value).endswith(
+        f"errors_cases.py:{cases.square.__code__.co_firstlineno}) "
+        "to return one number, but it returns an array of shape (x.shape[0],)\n"
+        "  help: reduce it to a number (np.sum, np.mean, a norm), or use "
+        "jacobian/vjp for array outputs"
     )
 
 

@@ -13,11 +13,16 @@ import sympy
 from symdiff.backend.printer import TEMPLATES
 from symdiff.ir import build as B
 from symdiff.ir.node import make
-from symdiff.ir.ops import LEAF, OPS, evaluate
+from symdiff.ir.ops import ARRAY_OPS, LEAF, OPS, evaluate
 from symdiff.rules import PARTIALS, partials
+from symdiff.rules.arrays import JVPS, VJPS
 from symdiff.symbolic import SYMPY, to_sympy
 
-NON_LEAF = {name for name, spec in OPS.items() if spec.kind != LEAF}
+NON_LEAF = {
+    name for name, spec in OPS.items() if spec.kind != LEAF and name not in ARRAY_OPS
+}
+#: Array ops with operands: a VJP and a JVP each (checked in tests/test_arrays.py).
+ARRAY_NON_LEAF = {name for name in ARRAY_OPS if OPS[name].kind != LEAF}
 
 # op -> domain of each float argument (low, high); None: no derivative to check.
 SPECS = {
@@ -84,13 +89,18 @@ def test_every_op_is_in_every_table():
     assert set(SYMPY) == NON_LEAF
 
 
+def test_every_array_op_has_a_vjp_and_a_jvp():
+    assert set(VJPS) == ARRAY_NON_LEAF
+    assert set(JVPS) == ARRAY_NON_LEAF
+
+
 def test_every_op_has_a_spec():
     assert set(SPECS) == NON_LEAF
 
 
 def test_declared_arity_matches_the_rule_and_the_spec():
     for op, spec in OPS.items():
-        if spec.kind == LEAF or spec.arity < 0:
+        if spec.kind == LEAF or spec.arity < 0 or op in ARRAY_OPS:
             continue
         args = _params(spec.arity) if spec.arity <= 3 else None
         node = make(op, args, shape=(), dtype="float64")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from symdiff.ir.build import ZERO, add, mul
+from symdiff.ir.build import ZERO, add, broadcast_to, mul
 from symdiff.ir.node import Node, topological
 from symdiff.rules import partials
+from symdiff.rules.arrays import JVPS
 
 
 def jvp_graph(
@@ -25,12 +26,17 @@ def jvp_graph(
         arg_dots = [dot.get(a) for a in node.args]
         if all(d is None for d in arg_dots):
             continue
+        jvp = JVPS.get(node.op)
         total: Node | None = None
-        for arg_dot, partial in zip(arg_dots, partials(node), strict=True):
-            if arg_dot is None or partial is None:
-                continue
-            term = mul(partial, arg_dot)
-            total = term if total is None else add(total, term)
+        if jvp is not None:
+            total = jvp(node, arg_dots)
+        else:
+            for arg_dot, partial in zip(arg_dots, partials(node), strict=True):
+                if arg_dot is None or partial is None:
+                    continue
+                term = mul(partial, arg_dot)
+                total = term if total is None else add(total, term)
         if total is not None:
-            dot[node] = total
+            # a tangent has its value's shape (an operand may have been broadcast)
+            dot[node] = broadcast_to(total, node.shape)
     return tuple(dot.get(out, ZERO) for out in outputs), dot

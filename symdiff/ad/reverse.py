@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from symdiff.ir.build import ONE, ZERO, add, div, mul, neg, select
+from symdiff.ir.arrays import unbroadcast
+from symdiff.ir.build import ONE, ZERO, add, broadcast_to, div, mul, neg, select
 from symdiff.ir.node import Node, is_zero, topological
 from symdiff.rules import partials
+from symdiff.rules.arrays import VJPS
 
 #: How deep :func:`_factors` looks into products; keeps accumulation O(1) per term.
 _FACTOR_DEPTH = 3
@@ -75,11 +77,20 @@ def vjp_graph(seeds: Sequence[tuple[Node, Node]], wrt: Sequence[Node]) -> Adjoin
         table[node] = total
         if not node.args:
             continue
+        vjp = VJPS.get(node.op)
+        if vjp is not None:
+            for arg, contribution in zip(node.args, vjp(node, total), strict=True):
+                if contribution is not None and arg in active:
+                    terms.setdefault(arg, []).append(contribution)
+            continue
         for arg, partial in zip(node.args, partials(node), strict=True):
             if partial is not None and arg in active:
-                # Each guarded part meets the partial inside its own guard.
-                terms.setdefault(arg, []).extend(mul(g, partial) for g in parts)
-    grads = tuple(table.get(w, ZERO) for w in wrt)
+                # Each guarded part meets the partial inside its own guard; an
+                # operand that was broadcast gets the sum over the stretched axes.
+                terms.setdefault(arg, []).extend(
+                    unbroadcast(mul(g, partial), arg.shape) for g in parts
+                )
+    grads = tuple(table.get(w, broadcast_to(ZERO, w.shape)) for w in wrt)
     return Adjoints(grads, table)
 
 

@@ -16,10 +16,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from symdiff.custom import custom_vjp
+from symdiff.frontend import arrays as AR
+from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import lookup
 from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir.node import Node, constant
+from symdiff.ir.shapes import ShapeMismatch
 
 if TYPE_CHECKING:
     from symdiff.frontend.lower import Frame
@@ -66,13 +70,11 @@ UNSUPPORTED_EXPRESSIONS: dict[type, tuple[str, str]] = {
     ast.GeneratorExp: ("a generator expression", "write the terms out: `a + b + c`"),
     ast.Dict: ("a dict", "pass the values as separate arguments"),
     ast.Set: ("a set", "use a tuple"),
-    ast.List: ("a list", "use a tuple: `(a, b)`"),
     ast.JoinedStr: ("an f-string", "strings have no derivative; remove it"),
     ast.Starred: ("`*` unpacking", "pass the arguments one by one"),
     ast.Await: ("`await`", "differentiate a plain (non-async) function"),
     ast.Yield: ("`yield`", "return a value instead"),
     ast.YieldFrom: ("`yield from`", "return a value instead"),
-    ast.Slice: ("a slice", "index tuples with constant integers"),
 }
 
 
@@ -95,6 +97,7 @@ class ExpressionLowering:
     frame: Frame
     hints: dict[Node, str]
     poison: Node
+    current: ast.AST | None
     error: Callable[..., Node]
     inline: Callable[..., Value]
     inline_custom: Callable[..., Value]
@@ -140,8 +143,10 @@ class ExpressionLowering:
             return [node.value]
         if isinstance(node, ast.Subscript):
             return [node.value, node.slice]
-        if isinstance(node, ast.Tuple):
+        if isinstance(node, (ast.Tuple, ast.List)):
             return list(node.elts)
+        if isinstance(node, ast.Slice):
+            return [e for e in (node.lower, node.upper, node.step) if e is not None]
         if isinstance(node, ast.NamedExpr):
             return [node.value]
         return []
@@ -155,7 +160,15 @@ class ExpressionLowering:
             return self.error(node, f"{what} is not supported", hint)
         if any(v is self.poison for v in values):
             return self.poison  # already reported; do not pile up follow-on errors
-        return handler(node, values, test)
+        outer, self.current = self.current, node
+        try:
+            return handler(node, values, test)
+        except Unsupported as exc:
+            return self.error(node, exc.message, exc.hint)
+        except ShapeMismatch as exc:
+            return self.error(node, str(exc))
+        finally:
+            self.current = outer
 
     # -- helpers ----------------------------------------------------------------
     def scalar(self, node: ast.AST, value: Value, what: str = "this value") -> Node:
@@ -257,6 +270,17 @@ class ExpressionLowering:
         self, node: ast.Attribute, values: list[Value], test: bool
     ) -> Value:
         (base,) = values
+        if isinstance(base, Node):
+            try:
+                return AR.attribute(base, node.attr)
+            except KeyError:
+                what = "an array" if base.shape else "a number"
+                return self.error(
+                    node,
+                    f"attribute `.{node.attr}` of {what} is not supported",
+                    "symdiff understands .shape, .T, .ndim, .size and the methods "
+                    + ", ".join(f".{m}()" for m in AR.METHODS),
+                )
         if isinstance(base, Static) and isinstance(base.obj, (types.ModuleType, type)):
             if not hasattr(base.obj, node.attr):
                 name = getattr(base.obj, "__name__", "?")
@@ -270,6 +294,10 @@ class ExpressionLowering:
 
     def _expr_BinOp(self, node: ast.BinOp, values: list[Value], test: bool) -> Value:
         build = _BINOPS.get(type(node.op))
+        if isinstance(node.op, ast.MatMult):
+            left = AR.array(values[0], "the left operand of `@`")
+            right = AR.array(values[1], "the right operand of `@`")
+            return A.dot(left, right)
         if build is None:
             symbol = _OP_SYMBOLS.get(type(node.op), type(node.op).__name__)
             hint = "use `*` for scalars" if symbol == "@" else ""
@@ -326,16 +354,44 @@ class ExpressionLowering:
         return result
 
     def _expr_IfExp(self, node: ast.IfExp, values: list[Value], test: bool) -> Value:
-        cond = B.truth(self.scalar(node.test, values[0], "the condition"))
+        cond = self.condition(node.test, values[0])
+        if cond is self.poison:
+            return cond
         return self.merge(node, cond, values[1], values[2])
 
     def _expr_Tuple(self, node: ast.Tuple, values: list[Value], test: bool) -> Value:
         return tuple(values)
 
+    def _expr_List(self, node: ast.List, values: list[Value], test: bool) -> Value:
+        # a list literal is a tuple that NumPy functions take (``np.array([a, b])``)
+        return tuple(values)
+
+    def _expr_Slice(self, node: ast.Slice, values: list[Value], test: bool) -> Value:
+        it = iter(values)
+        parts = [
+            next(it) if e is not None else None
+            for e in (node.lower, node.upper, node.step)
+        ]
+        return Static(SliceValue(*parts))
+
+    def condition(self, node: ast.AST, value: Value) -> Node:
+        """A value used as a condition: a scalar (an array's truth is ambiguous)."""
+        cond = self.scalar(node, value, "the condition")
+        if cond.shape:
+            return self.error(
+                node,
+                "the truth value of an array is ambiguous",
+                "use np.where(cond, a, b) to choose element-wise, or reduce the "
+                "condition with np.any(...) / np.all(...)",
+            )
+        return B.truth(cond)
+
     def _expr_Subscript(
         self, node: ast.Subscript, values: list[Value], test: bool
     ) -> Value:
         base, index = values
+        if isinstance(base, Node) and base.shape:
+            return AR.index(base, index)
         if not isinstance(base, tuple):
             return self.error(
                 node,
@@ -373,6 +429,23 @@ class ExpressionLowering:
         if not isinstance(callee, Static):
             return self.error(node.func, f"`{name}` is not a function")
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
+        if isinstance(obj, BoundMethod):
+            return AR.call_method(obj, args, kwargs)
+        numpy_fn = AR.FUNCTIONS.get(id(obj))
+        if numpy_fn is not None:
+            try:
+                return numpy_fn[1](*args, **kwargs)
+            except TypeError as exc:
+                return self.error(node, f"bad call of `{name}`: {exc}")
+        if obj is builtins.len:
+            if len(args) != 1 or kwargs:
+                return self.error(node, "`len` takes one argument")
+            (arg,) = args
+            if isinstance(arg, tuple):
+                return constant(len(arg))
+            if isinstance(arg, Node) and arg.shape:
+                return A.dim(arg.shape[0])
+            return self.error(node, "`len` of a number is not defined")
         entry = lookup(obj)
         if entry is not None:
             if kwargs or None in kwargs:

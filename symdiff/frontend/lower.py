@@ -18,6 +18,7 @@ lowered recursively; expressions, which can be arbitrarily long, are not.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import os
 import sysconfig
@@ -31,6 +32,7 @@ from symdiff.frontend.source import FunctionSource, function_source
 from symdiff.frontend.statements import StatementLowering, _local_names
 from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import build as B
+from symdiff.ir import shapes as S
 from symdiff.ir.node import Node, make
 
 
@@ -70,10 +72,55 @@ class Traced:
     output: Value
     hints: dict[Node, str]
     location: str
+    checks: tuple[S.Check, ...] = ()
 
 
-def param_node(index: int, name: str, dtype: str) -> Node:
-    return make("param", (), (index, name), dtype=dtype)
+def param_node(index: int, name: str, dtype: str, shape: S.Shape = ()) -> Node:
+    return make("param", (), (index, name), shape=shape, dtype=dtype)
+
+
+def parse_kind(
+    kind: str, index: int, same: dict[S.Atom, S.Dim] | None = None
+) -> tuple[str, S.Shape]:
+    """``"float64"`` or ``"float64[:,1]"`` (an array; ``1`` marks a length-1 axis)
+    as a dtype and a symbolic shape for parameter ``index``; ``same`` maps axes
+    known to equal another parameter's to that one."""
+    if "[" not in kind:
+        return kind, ()
+    dtype, _, rest = kind.partition("[")
+    axes = [a.strip() for a in rest.rstrip("]").split(",") if a.strip()]
+    same = same or {}
+    shape = tuple(
+        1 if a == "1" else same.get(("shape", index, k), S.atom("shape", index, k))
+        for k, a in enumerate(axes)
+    )
+    return dtype, shape
+
+
+def equal_axes(checks: tuple[S.Check, ...]) -> dict[S.Atom, S.Dim]:
+    """From assumed equalities between parameter axes, map each axis to the first
+    of its class (``W.shape[0]`` -> ``X.shape[1]``), so that a second trace names
+    equal lengths alike."""
+    parent: dict[S.Atom, S.Atom] = {}
+
+    def find(a: S.Atom) -> S.Atom:
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    for check in checks:
+        sides = [check.left, check.right]
+        if check.kind != "eq" or not all(
+            isinstance(d, S.Dim) and len(d.terms) == 1 and d.terms[0][1] == 1
+            and len(d.terms[0][0]) == 1 and d.terms[0][0][0][0] == "shape"
+            for d in sides
+        ):
+            continue
+        a, b = (find(d.terms[0][0][0]) for d in sides)  # type: ignore[union-attr]
+        if a != b:
+            first, second = sorted((a, b))
+            parent[second] = first
+    return {a: S.Dim({(find(a),): 1}) for a in parent}
 
 
 class Lowerer(ExpressionLowering, StatementLowering):
@@ -85,6 +132,7 @@ class Lowerer(ExpressionLowering, StatementLowering):
         self.frames: list[Frame] = []
         self.in_fwd: set[int] = set()
         self.poison = make("param", (), (-1, "<error>"))
+        self.current: ast.AST | None = None
 
     @property
     def frame(self) -> Frame:
@@ -115,8 +163,24 @@ class Lowerer(ExpressionLowering, StatementLowering):
         )
         return self.poison
 
+    def where(self) -> tuple[str, str]:
+        """``file:line:col`` and the source line of the expression being lowered."""
+        node = self.current
+        if node is None or not self.frames:
+            return "", ""
+        source = self.frame.source
+        line = getattr(node, "lineno", 0)
+        col = getattr(node, "col_offset", 0)
+        text = source.line_text(line).strip() if line else ""
+        return f"{source.display_file}:{line}:{col + 1}", text
+
     # -- entry point ------------------------------------------------------------
-    def trace(self, fn: types.FunctionType, dtypes: tuple[str, ...]) -> Traced:
+    def trace(
+        self,
+        fn: types.FunctionType,
+        dtypes: tuple[str, ...],
+        same: dict[S.Atom, S.Dim] | None = None,
+    ) -> Traced:
         custom = fn if isinstance(fn, custom_vjp) else None
         if custom is not None:
             fn = custom.fun  # type: ignore[assignment]
@@ -124,7 +188,7 @@ class Lowerer(ExpressionLowering, StatementLowering):
         tree = source.tree
         names = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
         params = tuple(
-            param_node(i, n, dt)
+            param_node(i, n, *parse_kind(dt, i, same))
             for i, (n, dt) in enumerate(zip(names, dtypes, strict=False))
         )
         frame = Frame(
@@ -132,13 +196,18 @@ class Lowerer(ExpressionLowering, StatementLowering):
         )
         self.frames.append(frame)
         self._check_signature(tree)
-        if self.diagnostics:
-            output: Value = self.poison
-        elif custom is not None:
-            frame.running = False
-            output = self.inline_custom(tree, custom, list(params), {})
-        else:
-            output = self._run_frame(frame)
+        with (
+            S.collecting() as checks,
+            S.naming(lambda i: names[i]),
+            S.site(self.where),
+        ):
+            if self.diagnostics:
+                output: Value = self.poison
+            elif custom is not None:
+                frame.running = False
+                output = self.inline_custom(tree, custom, list(params), {})
+            else:
+                output = self._run_frame(frame)
         self.frames.pop()
         if self.diagnostics:
             unique = dict.fromkeys(self.diagnostics)  # a loop or two calls: once
@@ -150,6 +219,7 @@ class Lowerer(ExpressionLowering, StatementLowering):
             output,
             self.hints,
             f"{source.display_file}:{tree.lineno}",
+            tuple(dict.fromkeys(checks)),
         )
 
     def _check_signature(self, tree: ast.FunctionDef | ast.Lambda) -> None:
@@ -323,5 +393,18 @@ def _is_value(obj: object) -> bool:
 
 
 def trace(fn: types.FunctionType, dtypes: tuple[str, ...]) -> Traced:
-    """Lower ``fn`` for arguments of ``dtypes``; raises :class:`TranslationError`."""
-    return Lowerer().trace(fn, dtypes)
+    """Lower ``fn`` for arguments of ``dtypes``; raises :class:`TranslationError`.
+
+    Array code whose shapes must agree (``X @ W``: ``X.shape[1] == W.shape[0]``)
+    is traced twice: the second time with equal axes named alike, so the kernel
+    computes with one length; the first trace's assumptions are the checks the
+    kernel makes on entry.
+    """
+    traced = Lowerer().trace(fn, dtypes)
+    same = equal_axes(traced.checks)
+    if not same:
+        return traced
+    again = Lowerer().trace(fn, dtypes, same)
+    return dataclasses.replace(
+        again, checks=traced.checks + tuple(c for c in again.checks if c.kind != "eq")
+    )

@@ -231,9 +231,11 @@ class StatementLowering:
 
     def _stmt_If(self, stmt: ast.If) -> None:
         frame = self.frame
-        cond = B.truth(
-            self.scalar(stmt.test, self.expr(stmt.test, test=True), "the condition")
-        )
+        cond = self.condition(stmt.test, self.expr(stmt.test, test=True))
+        if cond is self.poison:  # still look at both branches for other problems
+            self.block(stmt.body)
+            self.block(stmt.orelse)
+            return
         if cond.op == "const":  # decided at compile time: lower one branch only
             self.block(stmt.body if cond.value else stmt.orelse)
             return

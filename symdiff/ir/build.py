@@ -19,6 +19,17 @@ from typing import Any
 
 from symdiff.ir.node import Node, constant, is_one, is_zero, make
 from symdiff.ir.ops import BOOL_OPS, evaluate, result_dtype
+from symdiff.ir.shapes import Shape, broadcast
+
+
+def shape_of(op: str, args: tuple[Node, ...]) -> Shape:
+    """The broadcast shape of an element-wise op's operands."""
+    shapes = [a.shape for a in args if a.shape]
+    if not shapes:
+        return ()
+    if len(shapes) == 1:
+        return shapes[0]
+    return broadcast(shapes, lambda: f"in `{op}`")
 
 TRUE = constant(True)
 FALSE = constant(False)
@@ -42,12 +53,39 @@ def apply(op: str, *args: Node) -> Node:
     return _plain(op, *args)
 
 
+def _stretched(fn: Callable[[Node, Node], Node]) -> Callable[[Node, Node], Node]:
+    """``broadcast(c) op s`` for scalars ``c`` and ``s`` is ``broadcast(c op s)``:
+    the op folds on the scalars (an adjoint seed ``1`` times a constant partial)."""
+
+    def build(a: Node, b: Node) -> Node:
+        for x, y, first in ((a, b, True), (b, a, False)):
+            if x.op == "broadcast" and not x.args[0].shape and not y.shape:
+                inner = fn(x.args[0], y) if first else fn(y, x.args[0])
+                return broadcast_to(inner, x.shape)
+        return fn(a, b)
+
+    build.__name__ = fn.__name__
+    build.__doc__ = fn.__doc__
+    return build
+
+
+def _unstretch(a: Node, b: Node) -> tuple[Node, Node]:
+    """Drop an explicit ``broadcast`` of an operand when the op's own
+    broadcasting gives the same shape: ``broadcast(c) * x`` is ``c * x``, so
+    constants stay constants and the identities above apply."""
+    if a.op == "broadcast" and a.shape == b.shape:
+        a = a.args[0]
+    elif b.op == "broadcast" and b.shape == a.shape:
+        b = b.args[0]
+    return a, b
+
+
 def _plain(op: str, *args: Node) -> Node:
     dtype = result_dtype(op, [a.dtype for a in args])
     if args and all(a.op == "const" for a in args):
         value = evaluate(op, [a.value for a in args])
         return constant(_to_python(value, dtype))
-    return make(op, args, shape=args[0].shape if args else (), dtype=dtype)
+    return make(op, args, shape=shape_of(op, args), dtype=dtype)
 
 
 def _zero_like(dtype: str) -> Node:
@@ -73,6 +111,7 @@ def _rearm(cond: Node, value: Node, taken: bool) -> Node:
 
 
 def add(a: Node, b: Node) -> Node:
+    a, b = _unstretch(a, b)
     dtype = result_dtype("add", [a.dtype, b.dtype])
     if is_zero(b) and a.dtype == dtype:
         return a
@@ -88,6 +127,7 @@ def add(a: Node, b: Node) -> Node:
 
 
 def sub(a: Node, b: Node) -> Node:
+    a, b = _unstretch(a, b)
     dtype = result_dtype("sub", [a.dtype, b.dtype])
     if is_zero(b) and a.dtype == dtype:
         return a
@@ -99,6 +139,7 @@ def sub(a: Node, b: Node) -> Node:
 
 
 def mul(a: Node, b: Node) -> Node:
+    a, b = _unstretch(a, b)
     dtype = result_dtype("mul", [a.dtype, b.dtype])
     if is_one(b) and a.dtype == dtype:
         return a
@@ -138,6 +179,7 @@ def _one_plus_exp(node: Node) -> Node | None:
 
 
 def div(a: Node, b: Node) -> Node:
+    a, b = _unstretch(a, b)
     if is_one(b) and a.dtype == "float64":
         return a
     # The logistic written by hand, 1/(1 + exp(-x)) or exp(x)/(1 + exp(x)), becomes
@@ -167,6 +209,7 @@ def neg(a: Node) -> Node:
 
 
 def pow_(a: Node, b: Node) -> Node:
+    a, b = _unstretch(a, b)
     if b.op == "const":
         if b.value == 1 and a.dtype == result_dtype("pow", [a.dtype, b.dtype]):
             return a
@@ -204,9 +247,10 @@ def select(c: Node, a: Node, b: Node) -> Node:
     """``a if c else b``, evaluated without branching on the graph level."""
     if c.op == "const":
         chosen = a if c.value else b
-        return _cast_like(chosen, result_dtype("select", [c.dtype, a.dtype, b.dtype]))
+        dtype = result_dtype("select", [c.dtype, a.dtype, b.dtype])
+        return _cast_like(chosen, dtype)
     if a is b:
-        return a
+        return broadcast_to(a, shape_of("where", (c, a, b)))
     if c.op == "not":
         return select(c.args[0], b, a)
     dtype = result_dtype("select", [c.dtype, a.dtype, b.dtype])
@@ -218,7 +262,20 @@ def select(c: Node, a: Node, b: Node) -> Node:
         b = b.args[2]
     if a is b:
         return a
-    return make("select", (c, a, b), shape=a.shape, dtype=dtype)
+    return make("select", (c, a, b), shape=shape_of("where", (c, a, b)), dtype=dtype)
+
+
+def broadcast_to(x: Node, shape: Shape) -> Node:
+    """``x`` stretched to ``shape`` (a no-op when it has that shape)."""
+    if x.shape == shape:
+        return x
+    while x.op in ("broadcast", "reshape") and not x.args[0].shape:
+        x = x.args[0]  # a scalar, however it was stretched
+    if x.op == "broadcast":
+        x = x.args[0]
+    if x.shape == shape:
+        return x
+    return make("broadcast", (x,), shape=shape, dtype=x.dtype)
 
 
 def _cast_like(node: Node, dtype: str) -> Node:
@@ -233,7 +290,7 @@ def logical_and(a: Node, b: Node) -> Node:
             return y if x.value else FALSE
     if a is b:
         return a
-    return make("and", (a, b), dtype="bool")
+    return make("and", (a, b), shape=shape_of("and", (a, b)), dtype="bool")
 
 
 def logical_or(a: Node, b: Node) -> Node:
@@ -242,7 +299,7 @@ def logical_or(a: Node, b: Node) -> Node:
             return TRUE if x.value else y
     if a is b:
         return a
-    return make("or", (a, b), dtype="bool")
+    return make("or", (a, b), shape=shape_of("or", (a, b)), dtype="bool")
 
 
 def logical_not(a: Node) -> Node:
@@ -250,7 +307,7 @@ def logical_not(a: Node) -> Node:
         return constant(not a.value)
     if a.op == "not":
         return a.args[0]
-    return make("not", (a,), dtype="bool")
+    return make("not", (a,), shape=a.shape, dtype="bool")
 
 
 def truth(a: Node) -> Node:
@@ -259,6 +316,12 @@ def truth(a: Node) -> Node:
         return a
     return _plain("ne", a, _zero_like(a.dtype))
 
+
+add = _stretched(add)
+sub = _stretched(sub)
+mul = _stretched(mul)
+div = _stretched(div)
+pow_ = _stretched(pow_)
 
 _SPECIAL: dict[str, Callable[..., Node]] = {
     "add": add,

@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-Shape = tuple[int, ...]
+from symdiff.ir.shapes import Shape
 
 #: dtypes known to the IR, from narrowest to widest (promotion order).
 DTYPES = ("bool", "int64", "float64")

@@ -28,12 +28,17 @@ LOGIC = "logic"
 SELECT = "select"
 CAST = "cast"
 PASS = "passthrough"  # the value of its last operand; only the derivative differs
+REDUCE = "reduce"  # sum/max/min/prod over axes
+LINALG = "linalg"  # matrix products
+LAYOUT = "layout"  # broadcast, transpose, reshape, indexing: moves elements around
 
 # Result-dtype rules.
 FLOAT = "float"  # always float64
 PROMOTE = "promote"  # widest of the operands (bool < int64 < float64)
 BOOL = "bool"
 SELECT_DT = "select"  # widest of the two value operands
+INT = "int"  # always int64
+SAME = "same"  # widest of the operands, bool stays bool
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,21 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("or",       2, LOGIC,          BOOL,      lambda a, b: bool(a or b)),
     ("not",      1, LOGIC,          BOOL,      lambda a: not a),
     ("select",   3, SELECT,         SELECT_DT, _select),
+    # -- arrays (ir/arrays.py); attrs hold the static part (axes, shapes, indices)
+    ("dim",      0, LEAF,           INT,       None),   # a length, (Length,)
+    ("iota",     0, LEAF,           INT,       None),   # index along axis, (axis,)
+    ("broadcast", 1, LAYOUT,        SAME,      None),   # to node.shape
+    ("transpose", 1, LAYOUT,        SAME,      None),   # (perm,)
+    ("reshape",  1, LAYOUT,         SAME,      None),   # to node.shape
+    ("getitem",  1, LAYOUT,         SAME,      None),   # (index spec,)
+    ("scatter",  1, LAYOUT,         SAME,      None),   # zeros, region = arg
+    ("concat",  -1, LAYOUT,         SAME,      None),   # (axis,)
+    ("pack",    -1, LAYOUT,         SAME,      None),   # scalars -> 1-D
+    ("sum",      1, REDUCE,         PROMOTE,   None),   # (axes,)
+    ("prod",     1, REDUCE,         PROMOTE,   None),   # (axes,)
+    ("amax",     1, REDUCE,         SAME,      None),   # (axes,)
+    ("amin",     1, REDUCE,         SAME,      None),   # (axes,)
+    ("dot",      2, LINALG,         PROMOTE,   None),   # 1-D/2-D matmul
 ]
 # fmt: on
 
@@ -172,6 +192,12 @@ OPS: dict[str, OpSpec] = {row[0]: OpSpec(*row, cost=COSTS.get(row[0])) for row i
 #: derivative flows through them (comparisons, logic) or it is zero (floor, ceil...).
 BOOL_OPS = frozenset(n for n, s in OPS.items() if s.dtype_rule == BOOL)
 
+#: Ops that act on whole arrays (not element by element): their derivatives are
+#: vector-Jacobian products (rules/arrays.py), never Jacobians.
+ARRAY_OPS = frozenset(
+    n for n, s in OPS.items() if s.kind in (REDUCE, LINALG, LAYOUT)
+) | {"dim", "iota"}
+
 
 def result_dtype(op: str, arg_dtypes: list[str]) -> str:
     """The dtype of ``op`` applied to operands of ``arg_dtypes``."""
@@ -180,6 +206,10 @@ def result_dtype(op: str, arg_dtypes: list[str]) -> str:
         return "float64"
     if rule == BOOL:
         return "bool"
+    if rule == INT:
+        return "int64"
+    if rule == SAME:
+        return max(arg_dtypes, key=DTYPES.index) if arg_dtypes else "float64"
     if rule == SELECT_DT:
         arg_dtypes = arg_dtypes[1:] if op == "select" else arg_dtypes[-1:]
     widest = max(arg_dtypes, key=DTYPES.index)

@@ -1,0 +1,263 @@
+"""Smart constructors of the array ops: reductions, products, layout, indexing.
+
+Element-wise ops are the scalar ops of :mod:`symdiff.ir.build` applied to arrays
+(their shapes broadcast).  The ops here move or combine elements; each has a
+vector-Jacobian product in :mod:`symdiff.rules.arrays`.
+
+Index specs (``getitem``/``scatter`` attrs) hold one entry per axis of the indexed
+array, plus ``("new",)`` for each ``None``:
+
+* ``("int", i)``: one position (``i`` a length, already non-negative);
+* ``("slice", start, length, step)``: ``length`` positions from ``start``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from symdiff.ir import shapes as S
+from symdiff.ir.build import (
+    ONE,
+    ZERO,
+    apply,
+    broadcast_to,
+    div,
+    mul,
+    select,
+    to_float,
+)
+from symdiff.ir.node import Node, constant, make
+from symdiff.ir.shapes import Length, Shape
+
+Spec = tuple[tuple[Any, ...], ...]
+
+
+def dim(d: Length) -> Node:
+    """A length as an int64 scalar node."""
+    if isinstance(d, int):
+        return constant(d)
+    return make("dim", (), (d,), dtype="int64")
+
+
+def iota(axis: int, shape: Shape) -> Node:
+    """The index along ``axis`` at every position of ``shape`` (int64)."""
+    return make("iota", (), (axis,), shape=shape, dtype="int64")
+
+
+def full(value: Node, shape: Shape) -> Node:
+    return broadcast_to(value, shape)
+
+
+def normalise_axes(axes: int | Sequence[int] | None, rank: int) -> tuple[int, ...]:
+    """Axes as sorted non-negative ints; ``None`` is every axis."""
+    if axes is None:
+        return tuple(range(rank))
+    if isinstance(axes, int):
+        axes = (axes,)
+    out = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise S.ShapeMismatch(
+                f"axis {a} is out of bounds for an array of dimension {rank}"
+            )
+        out.append(a % rank)
+    if len(set(out)) != len(out):
+        raise S.ShapeMismatch("repeated axis")
+    return tuple(sorted(out))
+
+
+def _kept(shape: Shape, axes: tuple[int, ...]) -> Shape:
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def keepdims_shape(shape: Shape, axes: tuple[int, ...]) -> Shape:
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def reduce(op: str, x: Node, axes: tuple[int, ...], keepdims: bool = False) -> Node:
+    """``op`` (sum, prod, amax, amin) over ``axes`` (normalised)."""
+    if op == "sum" and x.op == "broadcast" and not x.args[0].shape and axes:
+        # sum of a stretched scalar: value * count
+        count = S.product([x.shape[a] for a in axes])
+        out = mul(to_float(dim(count)), x.args[0]) if x.dtype == "float64" else None
+        if out is not None:
+            shape = keepdims_shape(x.shape, axes) if keepdims else _kept(x.shape, axes)
+            return broadcast_to(out, shape)
+    if not axes:
+        return x
+    shape = _kept(x.shape, axes)
+    node = make(op, (x,), (axes,), shape=shape, dtype=_reduce_dtype(op, x.dtype))
+    return reshape(node, keepdims_shape(x.shape, axes)) if keepdims else node
+
+
+def _reduce_dtype(op: str, dtype: str) -> str:
+    if op in ("sum", "prod") and dtype == "bool":
+        return "int64"
+    return dtype
+
+
+def mean(x: Node, axes: tuple[int, ...], keepdims: bool = False) -> Node:
+    total = reduce("sum", x, axes, keepdims)
+    count = S.product([x.shape[a] for a in axes])
+    return div(total, to_float(dim(count)))
+
+
+def reshape(x: Node, shape: Shape) -> Node:
+    if x.shape == shape:
+        return x
+    if x.op == "reshape":
+        x = x.args[0]
+        if x.shape == shape:
+            return x
+    return make("reshape", (x,), shape=shape, dtype=x.dtype)
+
+
+def transpose(x: Node, perm: tuple[int, ...] | None = None) -> Node:
+    rank = len(x.shape)
+    if perm is None:
+        perm = tuple(reversed(range(rank)))
+    if perm == tuple(range(rank)):
+        return x
+    if x.op == "transpose":
+        inner = x.attrs[0]
+        return transpose(x.args[0], tuple(inner[p] for p in perm))
+    shape = tuple(x.shape[p] for p in perm)
+    return make("transpose", (x,), (perm,), shape=shape, dtype=x.dtype)
+
+
+def inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+    out = [0] * len(perm)
+    for i, p in enumerate(perm):
+        out[p] = i
+    return tuple(out)
+
+
+def getitem(x: Node, spec: Spec) -> Node:
+    shape: list[Length] = []
+    for entry in spec:
+        if entry[0] == "slice":
+            shape.append(entry[2])
+        elif entry[0] == "new":
+            shape.append(1)
+    axis = 0
+    trivial = True
+    for entry in spec:
+        if entry[0] == "new":
+            trivial = False
+        elif entry[0] == "int" or entry[1:] != (0, x.shape[axis], 1):
+            trivial = False
+            axis += 1
+        else:
+            axis += 1
+    if trivial:
+        return x
+    return make("getitem", (x,), (spec,), shape=tuple(shape), dtype=x.dtype)
+
+
+def scatter(g: Node, spec: Spec, shape: Shape) -> Node:
+    """Zeros of ``shape`` with ``g`` at the positions ``spec`` selects."""
+    return make("scatter", (g,), (spec,), shape=shape, dtype=g.dtype)
+
+
+def concat(xs: Sequence[Node], axis: int) -> Node:
+    if len(xs) == 1:
+        return xs[0]
+    first = xs[0].shape
+    shape = list(first)
+    total: Length = 0
+    for x in xs:
+        if len(x.shape) != len(first):
+            raise S.ShapeMismatch(
+                "all the input arrays must have same number of dimensions"
+            )
+        for i, (a, b) in enumerate(zip(x.shape, first, strict=True)):
+            if i != axis:
+                shape[i] = S.unify(
+                    b,
+                    a,
+                    "all the input array dimensions except for the concatenation "
+                    f"axis must match exactly (axis {i})",
+                )
+        total = S.add(total, x.shape[axis])
+    shape[axis] = total
+    dtype = max((x.dtype for x in xs), key=("bool", "int64", "float64").index)
+    xs = [to_float(x) if dtype == "float64" else x for x in xs]
+    return make("concat", tuple(xs), (axis,), shape=tuple(shape), dtype=dtype)
+
+
+def pack(items: Sequence[Node]) -> Node:
+    """A 1-D array of scalars (``np.array([a, b, c])``)."""
+    dtype = max((x.dtype for x in items), key=("bool", "int64", "float64").index)
+    items = [to_float(x) if dtype == "float64" else x for x in items]
+    return make("pack", tuple(items), shape=(len(items),), dtype=dtype)
+
+
+def dot(a: Node, b: Node) -> Node:
+    """``a @ b`` for 1-D and 2-D operands."""
+    ra, rb = len(a.shape), len(b.shape)
+    if ra == 0 or rb == 0:
+        raise S.ShapeMismatch("matmul: an operand is a scalar; use `*`")
+    if ra > 2 or rb > 2:
+        raise S.ShapeMismatch(
+            "matmul of arrays with more than 2 dimensions is not supported yet"
+        )
+    k_a = a.shape[-1]
+    k_b = b.shape[0]
+    S.unify(
+        k_a,
+        k_b,
+        f"matmul: shapes {S.format_shape(a.shape)} and {S.format_shape(b.shape)} "
+        f"not aligned: {S.format_dim(k_a)} (dim {ra - 1}) != "
+        f"{S.format_dim(k_b)} (dim 0)",
+    )
+    shape = a.shape[:-1] + b.shape[1:]
+    dtype = "float64" if "float64" in (a.dtype, b.dtype) else "int64"
+    return make("dot", (to_float(a), to_float(b)), shape=shape, dtype=dtype)
+
+
+def outer(a: Node, b: Node) -> Node:
+    """``np.outer`` of two 1-D arrays, element-wise (no product is summed)."""
+    return mul(reshape(a, (a.shape[0], 1)), reshape(b, (1, b.shape[0])))
+
+
+def unbroadcast(g: Node, shape: Shape) -> Node:
+    """Sum ``g`` down to ``shape`` (the adjoint of NumPy's broadcasting)."""
+    if g.shape == shape:
+        return g
+    extra = len(g.shape) - len(shape)
+    axes = list(range(extra))
+    for i, d in enumerate(shape):
+        if d == 1 and g.shape[extra + i] != 1:
+            axes.append(extra + i)
+    out = reduce("sum", g, tuple(axes)) if axes else g
+    if out.shape != shape:
+        out = reshape(out, shape) if S.product(out.shape) == S.product(shape) else out
+    if out.shape != shape:
+        out = broadcast_to(out, shape)  # g was smaller: stretch (a constant partial)
+    return out
+
+
+def tri(x: Node, k: int, lower: bool) -> Node:
+    """``np.tril``/``np.triu`` of the last two axes: a select, never a 0/1 mask."""
+    shape = x.shape
+    rows = iota(0, shape[-2:])
+    cols = iota(1, shape[-2:])
+    kk = constant(k)
+    keep = (
+        apply("le", cols, apply("add", rows, kk))
+        if lower
+        else apply("ge", cols, apply("add", rows, kk))
+    )
+    zero = ZERO if x.dtype == "float64" else constant(0)
+    return select(keep, x, zero)
+
+
+def eye(n: Length, m: Length, k: int = 0) -> Node:
+    rows = iota(0, (n, m))
+    cols = iota(1, (n, m))
+    return select(apply("eq", cols, apply("add", rows, constant(k))), ONE, ZERO)
+
+
+def arange(n: Length) -> Node:
+    return iota(0, (n,))

@@ -1,0 +1,196 @@
+"""Derivatives of the array ops, as matrix calculus (seed 004's standard results).
+
+An element-wise op's derivative is its scalar partial times the adjoint, summed back
+to the operand's shape (``rules.table`` plus :func:`symdiff.ir.arrays.unbroadcast`).
+The ops here are linear in their array operands, or nearly so, and a Jacobian of
+them would be huge and mostly zero; each declares instead
+
+* a VJP: the operand adjoints given the output adjoint ``g``
+  (``C = A @ B``: ``A_bar = g @ B.T``, ``B_bar = A.T @ g``), and
+* a JVP: the output tangent given operand tangents (``None`` = zero).
+
+Both see the node (its operands, attrs and output) and build IR with the smart
+constructors; neither touches code generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from symdiff.ir import arrays as A
+from symdiff.ir import shapes as S
+from symdiff.ir.build import ONE, ZERO, add, apply, broadcast_to, div, mul, select
+from symdiff.ir.node import Node
+
+Vjp = Callable[[Node, Node], tuple[Node | None, ...]]
+Jvp = Callable[[Node, Sequence[Node | None]], Node | None]
+
+
+def _spread(g: Node, node: Node) -> Node:
+    """A reduction's adjoint stretched back over the reduced axes."""
+    x = node.args[0]
+    axes = node.attrs[0]
+    return broadcast_to(A.reshape(g, A.keepdims_shape(x.shape, axes)), x.shape)
+
+
+def _vjp_sum(node: Node, g: Node) -> tuple[Node | None, ...]:
+    return (_spread(g, node),)
+
+
+def _vjp_prod(node: Node, g: Node) -> tuple[Node | None, ...]:
+    # d prod / d x_i = prod / x_i (as autograd and JAX's default rule for nonzero x)
+    return (div(mul(_spread(g, node), _spread(node, node)), node.args[0]),)
+
+
+def _extreme_mask(node: Node) -> tuple[Node, Node]:
+    """Where the max/min is attained, and by how many elements (ties share)."""
+    x = node.args[0]
+    hit = apply("eq", x, _spread(node, node))
+    count = A.reduce("sum", select(hit, ONE, ZERO), node.attrs[0])
+    return hit, count
+
+
+def _vjp_extreme(node: Node, g: Node) -> tuple[Node | None, ...]:
+    hit, count = _extreme_mask(node)
+    share = _spread(div(g, count), node)
+    return (select(hit, share, ZERO),)
+
+
+def _jvp_extreme(node: Node, dots: Sequence[Node | None]) -> Node | None:
+    (xd,) = dots
+    if xd is None:
+        return None
+    hit, count = _extreme_mask(node)
+    picked = A.reduce("sum", select(hit, xd, ZERO), node.attrs[0])
+    return div(picked, count)
+
+
+def _vjp_dot(node: Node, g: Node) -> tuple[Node | None, ...]:
+    a, b = node.args
+    ra, rb = len(a.shape), len(b.shape)
+    if ra == 1 and rb == 1:
+        return mul(g, b), mul(g, a)
+    if ra == 2 and rb == 2:
+        return A.dot(g, A.transpose(b)), A.dot(A.transpose(a), g)
+    if ra == 1:  # (k,) @ (k, m) -> (m,)
+        return A.dot(b, g), A.outer(a, g)
+    # (n, k) @ (k,) -> (n,)
+    return A.outer(g, b), A.dot(A.transpose(a), g)
+
+
+def _jvp_dot(node: Node, dots: Sequence[Node | None]) -> Node | None:
+    a, b = node.args
+    ad, bd = dots
+    total = None
+    if ad is not None:
+        total = A.dot(ad, b)
+    if bd is not None:
+        term = A.dot(a, bd)
+        total = term if total is None else add(total, term)
+    return total
+
+
+def _vjp_getitem(node: Node, g: Node) -> tuple[Node | None, ...]:
+    spec = node.attrs[0]
+    plain = tuple(e for e in spec if e[0] != "new")
+    squeezed = tuple(
+        d for e, d in zip((e for e in spec if e[0] != "int"), g.shape, strict=True)
+        if e[0] != "new"
+    )
+    return (A.scatter(A.reshape(g, squeezed), plain, node.args[0].shape),)
+
+
+def _vjp_concat(node: Node, g: Node) -> tuple[Node | None, ...]:
+    axis = node.attrs[0]
+    out: list[Node | None] = []
+    start: S.Length = 0
+    for x in node.args:
+        length = x.shape[axis]
+        spec = tuple(
+            ("slice", start, length, 1) if i == axis else ("slice", 0, d, 1)
+            for i, d in enumerate(g.shape)
+        )
+        out.append(A.getitem(g, spec))
+        start = S.add(start, length)
+    return tuple(out)
+
+
+def _vjp_pack(node: Node, g: Node) -> tuple[Node | None, ...]:
+    return tuple(A.getitem(g, (("int", i),)) for i in range(len(node.args)))
+
+
+def _same_op(node: Node, arg: Node) -> Node:
+    """``node``'s op with the same attrs, applied to ``arg`` (a linear map)."""
+    from symdiff.ir.node import make
+
+    return make(node.op, (arg,), node.attrs, shape=node.shape, dtype=arg.dtype)
+
+
+def _jvp_linear(node: Node, dots: Sequence[Node | None]) -> Node | None:
+    (xd,) = dots
+    if xd is None:
+        return None
+    if node.op == "sum":
+        return A.reduce("sum", xd, node.attrs[0])
+    if node.op == "transpose":
+        return A.transpose(xd, node.attrs[0])
+    if node.op == "reshape":
+        return A.reshape(xd, node.shape)
+    if node.op == "broadcast":
+        return broadcast_to(xd, node.shape)
+    if node.op == "getitem":
+        return A.getitem(xd, node.attrs[0])
+    return _same_op(node, xd)  # scatter
+
+
+def _jvp_prod(node: Node, dots: Sequence[Node | None]) -> Node | None:
+    (xd,) = dots
+    if xd is None:
+        return None
+    x = node.args[0]
+    return A.reduce("sum", mul(div(_spread(node, node), x), xd), node.attrs[0])
+
+
+def _jvp_concat(node: Node, dots: Sequence[Node | None]) -> Node | None:
+    if all(d is None for d in dots):
+        return None
+    parts = [
+        d if d is not None else broadcast_to(ZERO, x.shape)
+        for x, d in zip(node.args, dots, strict=True)
+    ]
+    if node.op == "pack":
+        return A.pack(parts)
+    return A.concat(parts, node.attrs[0])
+
+
+# fmt: off
+VJPS: dict[str, Vjp] = {
+    "sum":       _vjp_sum,
+    "prod":      _vjp_prod,
+    "amax":      _vjp_extreme,
+    "amin":      _vjp_extreme,
+    "dot":       _vjp_dot,
+    "broadcast": lambda node, g: (A.unbroadcast(g, node.args[0].shape),),
+    "transpose": lambda node, g: (A.transpose(g, A.inverse(node.attrs[0])),),
+    "reshape":   lambda node, g: (A.reshape(g, node.args[0].shape),),
+    "getitem":   _vjp_getitem,
+    "scatter":   lambda node, g: (A.getitem(g, node.attrs[0]),),
+    "concat":    _vjp_concat,
+    "pack":      _vjp_pack,
+}
+
+JVPS: dict[str, Jvp] = {
+    "sum":       _jvp_linear,
+    "prod":      _jvp_prod,
+    "amax":      _jvp_extreme,
+    "amin":      _jvp_extreme,
+    "dot":       _jvp_dot,
+    "broadcast": _jvp_linear,
+    "transpose": _jvp_linear,
+    "reshape":   _jvp_linear,
+    "getitem":   _jvp_linear,
+    "scatter":   _jvp_linear,
+    "concat":    _jvp_concat,
+    "pack":      _jvp_concat,
+}
+# fmt: on
