@@ -1,13 +1,18 @@
-"""Workload 4: what symdiff cannot run yet, with the reference numbers of the others.
+"""Workload 4: functions of arrays, and loops.
 
-symdiff takes scalar arguments only, unrolls loops and has no batched target, so
-its rows say which issue unblocks them (arrays: issue 3, loops: issue 4,
-vectorize: issue 7); the baselines show the numbers to beat.  The RK4 pendulum is
-also run for 10 (and, in a full run, 25) steps, which symdiff can unroll, to show
-how unrolling scales.
+symdiff runs the batched case through ``symdiff.vectorize``.  Rosenbrock, the MLP
+and the GMM need its array support (issue 3), which is in progress: their symdiff
+rows run ``symdiff.grad`` and ``symdiff.jit`` on NumPy code and, while symdiff
+raises a SymdiffError on it, say "cannot run yet" with the error's first line.
+The 1000-step RK4 loop needs loops (issue 4); the RK4 pendulum is also run for 10
+(and, in a full run, 25) steps, which symdiff can unroll, to show how unrolling
+scales.
 
 Every function is written once against a namespace ``m`` of elementary functions
-and a namespace ``c`` of constants converted to the tool's array type.
+and a namespace ``c`` of constants converted to the tool's array type.  symdiff
+reads source, so it gets plain NumPy code: the same function with ``m = numpy``
+where it can inline it (Rosenbrock), a NumPy twin (MLP: ``m.relu`` is a lambda and
+the data are attributes of ``c``), or the function of ``examples/gmm.py`` (GMM).
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ import types
 from typing import Any
 
 import numpy as np
-from array_tools import baselines, hand_row
+from array_tools import (
+    baselines,
+    example_module,
+    first_line,
+    hand_row,
+    jax_row,
+    symdiff_array_row,
+    with_peak_memory,
+)
 from harness import Case, Context, Row, namespace
 from rk4_cases import rk4_case
 from scalar_cases import seed004, symdiff_info, z_math
-
-NEEDS_ARRAYS = "cannot run yet (needs arrays: issue 3)"
-
 
 # -- batched: seed 004's z(u) at 10^6 points -----------------------------------------
 BATCH = 10**6
@@ -126,6 +136,12 @@ def rosenbrock(m, c, x):
     return m.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
 
+def rosenbrock_numpy(x):
+    """`rosenbrock` with NumPy as ``m``: symdiff inlines it, so it differentiates
+    the baselines' own function."""
+    return rosenbrock(np, None, x)
+
+
 def rosenbrock_numpy_grad(x):
     g = np.zeros_like(x)
     d = x[1:] - x[:-1] ** 2
@@ -151,10 +167,19 @@ def rosenbrock_numba_fwd(x):
     return s
 
 
-def rosenbrock_case(n: int, label: str) -> Case:
+def rosenbrock_case(n: int, label: str, memory: bool = False) -> Case:
+    """With ``memory``, the symdiff, Numba and NumPy rows also give the peak
+    memory of one gradient call (`array_tools.add_peak_memory`)."""
     x = np.random.default_rng(n).uniform(-1.5, 1.5, n)
     tools = {
-        "symdiff": NEEDS_ARRAYS,
+        "symdiff": lambda ctx: symdiff_array_row(
+            ctx,
+            rosenbrock_numpy,
+            0,
+            (x,),
+            "rosenbrock(np, None, x): the baselines' function, inlined",
+            memory=memory,
+        ),
         "numba": lambda ctx: hand_row(
             ctx, "numba", rosenbrock_numba_grad, rosenbrock_numba_fwd, (x,)
         ),
@@ -167,6 +192,15 @@ def rosenbrock_case(n: int, label: str) -> Case:
         ),
         **baselines(rosenbrock, {}, (x,)),
     }
+    if memory:
+        tools["numba"] = with_peak_memory(
+            tools["numba"],
+            lambda ctx: ctx.modules["numba"].njit(rosenbrock_numba_grad),
+            (x,),
+        )
+        tools["numpy"] = with_peak_memory(
+            tools["numpy"], lambda ctx: rosenbrock_numpy_grad, (x,)
+        )
     return Case(
         "arrays", f"Rosenbrock n={label}", tools, lambda: rosenbrock_numpy_grad(x)
     )
@@ -195,6 +229,18 @@ def mlp(m, c, w1, b1, w2, b2, w3, b3):
     mx = m.max_keep(z, 1)
     lse = m.log(m.sum_axis(m.exp(z - mx), 1)) + mx[:, 0]
     return m.sum(lse - m.sum_axis(c.Y * z, 1)) / MLP_BATCH
+
+
+def mlp_numpy(w1, b1, w2, b2, w3, b3, X, Y):
+    """`mlp` as plain NumPy code, for symdiff: it cannot inline ``m.relu`` (a lambda
+    in a namespace) or read the data from ``c``; they are arguments here, which it
+    does not differentiate."""
+    h1 = np.maximum(X @ w1 + b1, 0.0)
+    h2 = np.maximum(h1 @ w2 + b2, 0.0)
+    z = h2 @ w3 + b3
+    mx = np.max(z, axis=1, keepdims=True)
+    lse = np.log(np.sum(np.exp(z - mx), axis=1)) + mx[:, 0]
+    return np.sum(lse - np.sum(Y * z, axis=1)) / MLP_BATCH
 
 
 def mlp_numpy_grad(x, y, w1, b1, w2, b2, w3, b3):
@@ -259,7 +305,13 @@ def mlp_case() -> Case:
         return mlp(namespace(None, "numpy"), types.SimpleNamespace(X=x, Y=y), *p)
 
     tools = {
-        "symdiff": NEEDS_ARRAYS,
+        "symdiff": lambda ctx: symdiff_array_row(
+            ctx,
+            mlp_numpy,
+            (0, 1, 2, 3, 4, 5),
+            (*params, *data),
+            "mlp_numpy: `mlp` as NumPy code, X and Y as arguments",
+        ),
         "numba": lambda ctx: hand_row(
             ctx, "numba", mlp_numba_grad, mlp_numba_fwd, (*data, *params)
         ),
@@ -373,11 +425,51 @@ def gmm_numpy_grad(c, alphas, means, icf):
     return g_alphas, g_means, g_icf
 
 
+def gmm_example() -> types.ModuleType:
+    """examples/gmm.py, the objective symdiff runs, checked to be this case's."""
+    example = example_module("gmm")
+    theirs = (example.D, example.K, example.N, example.WISHART_GAMMA, example.WISHART_M)
+    ours = (GMM_D, GMM_K, GMM_N, WISHART_GAMMA, WISHART_M)
+    if theirs != ours:
+        raise ValueError(
+            f"examples/gmm.py has d, k, n, gamma, m = {theirs}, not {ours}"
+        )
+    return example
+
+
+def gmm_symdiff(ctx: Context, x: np.ndarray, params) -> Row:
+    example = gmm_example()
+    args = (*params, x, example.unpack_matrix(GMM_D))
+    note = "examples/gmm.py: Q = packed @ unpack (constant 0/1), one x @ Q.T"
+    return symdiff_array_row(ctx, example.gmm_objective, (0, 1, 2), args, note)
+
+
+def gmm_jax_rows(ctx: Context, consts, params) -> list[Row]:
+    """JAX on this module's `gmm` (einsum) and on examples/gmm.py's own code (the
+    formulation symdiff runs), to tell the tool from the formulation."""
+    rows = [jax_row(ctx, gmm, consts, params)]
+    try:
+        example = gmm_example()
+        objective = example.with_numpy(example.gmm_objective, ctx.modules["jax"].numpy)
+        extra = {"x": consts["x"], "unpack": example.unpack_matrix(GMM_D)}
+
+        def same_code(m, c, *p):
+            return objective(*p, c.x, c.unpack)
+
+        row = jax_row(ctx, same_code, extra, params)
+        row.note += ", on the code symdiff runs"
+    except Exception as exc:
+        row = Row("jax", note=f"error: {first_line(exc)}", status="error")
+    row.tool = "jax (examples/gmm.py)"
+    rows.append(row)
+    return rows
+
+
 def gmm_case() -> Case:
     consts, params = gmm_data()
     c = types.SimpleNamespace(**consts)
     tools = {
-        "symdiff": NEEDS_ARRAYS,
+        "symdiff": lambda ctx: gmm_symdiff(ctx, consts["x"], params),
         "numpy": lambda ctx: hand_row(
             ctx,
             "numpy",
@@ -387,6 +479,7 @@ def gmm_case() -> Case:
         ),
         **baselines(gmm, consts, params),
     }
+    tools["jax"] = lambda ctx: gmm_jax_rows(ctx, consts, params)
     return Case(
         "arrays",
         f"GMM d={GMM_D} k={GMM_K} n={GMM_N}",
@@ -399,7 +492,7 @@ def array_cases() -> list[Case]:
     return [
         batched_case(),
         rosenbrock_case(10**3, "10^3"),
-        rosenbrock_case(10**6, "10^6"),
+        rosenbrock_case(10**6, "10^6", memory=True),
         mlp_case(),
         gmm_case(),
         rk4_case(1000),

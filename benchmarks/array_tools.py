@@ -3,17 +3,28 @@
 ``generic(m, c, *params)`` returns a scalar, or with ``batched`` an array of
 independent values (the gradient is then the elementwise derivative); ``m`` is the
 tool's namespace of elementary functions (`harness.namespace`) and ``c`` holds the
-constants, converted to the tool's array type.
+constants, converted to the tool's array type.  symdiff reads source, so it gets
+NumPy code (`symdiff_array_row`): the generic function with ``m = numpy`` where
+it can inline it, else a NumPy twin or an example's function.
 """
 
 from __future__ import annotations
 
+import gc
+import importlib.util
+import sys
+import time
+import tracemalloc
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from harness import Context, Row, Skip, namespace
-from scalar_cases import pytensor_note
+from scalar_cases import pytensor_note, symdiff_info
+
+NEEDS_ARRAYS = "cannot run yet (needs arrays: issue 3)"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 # -- converting constants and parameters to each tool's arrays -----------------------
@@ -146,3 +157,154 @@ def baselines(generic, consts, params, batched=False) -> dict[str, Any]:
         "autograd": bind(autograd_row),
         "pytensor": bind(pytensor_row),
     }
+
+
+# -- symdiff on a function of arrays --------------------------------------------------
+def symdiff_array_row(
+    ctx: Context, fn, argnums, args, note: str = "", memory: bool = False
+) -> Row:
+    """symdiff's row: ``grad(fn, argnums)`` and ``jit(fn)`` on NumPy arrays.
+
+    A kernel is built for the argument types on the first call, so the build
+    (trace + differentiate + print) is in the first call; it is taken out of it
+    and shown as ``setup``, and ``first call`` is the Numba compile plus one run.
+    The note also gives the compile time of both kernels alone (first call minus
+    build minus one steady call).  While symdiff cannot run ``fn`` (a
+    SymdiffError: its array support is issue 3), the row says so with the first
+    line of the error; any other exception is an ``error:`` row (a bug)."""
+    sd = ctx.modules["symdiff"]
+    try:
+        g, f = sd.grad(fn, argnums=argnums), sd.jit(fn)
+        t0 = time.perf_counter()
+        out = g(*args)
+        first_grad = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        f(*args)
+        first_fwd = time.perf_counter() - t0
+    except sd.SymdiffError as exc:
+        return Row(
+            "symdiff", note=f"{NEEDS_ARRAYS}: {first_line(exc)}", status="cannot-run"
+        )
+    build_grad, build_fwd = _build_s(g), _build_s(f)
+    row = Row("symdiff", setup_s=build_grad, first_s=first_grad - build_grad)
+    row.grad_s = ctx.steady(g, args)
+    row.extra["grad_min_s"] = ctx.last_min
+    row.fwd_s = ctx.steady(f, args)
+    compile_grad = first_grad - build_grad - row.grad_s
+    compile_fwd = first_fwd - build_fwd - row.fwd_s
+    try:
+        symdiff_info(row, g, f)  # op counts; the note becomes "build: ..."
+        build_note = f"{row.note} (in the first call)"
+    except Exception as exc:  # op counts of array kernels: not essential
+        build_note = f"op counts unavailable ({first_line(exc)})"
+    row.extra.update(
+        compile_s=compile_grad,
+        compile_fwd_s=compile_fwd,
+        setup_fwd_s=build_fwd,
+        first_fwd_s=first_fwd - build_fwd,
+    )
+    compile_note = f"Numba compile: grad {compile_grad:.2g} s, jit {compile_fwd:.2g} s"
+    cached = [name for name, c in (("grad", g), ("jit", f)) if _from_disk_cache(c)]
+    if cached:
+        row.extra["from_disk_cache"] = cached
+        compile_note += (
+            f" ({' and '.join(cached)} machine code from symdiff's disk cache: an "
+            "earlier case built the same kernel)"
+        )
+    row.note = _join(_join(build_note, compile_note), note)
+    if memory:
+        add_peak_memory(row, g, args)
+    ctx.check(row, out)
+    return row
+
+
+def _build_s(compiled: Any) -> float:
+    """symdiff's build time (trace, differentiate, print) of the last kernel."""
+    try:
+        return float(sum(compiled.kernel.timings.values()))
+    except Exception:  # an API in flux: report the whole first call instead
+        return 0.0
+
+
+def _from_disk_cache(compiled: Any) -> bool:
+    """Whether Numba loaded the kernel's machine code from the disk cache."""
+    try:
+        return sum(compiled.kernel.compiled.stats.cache_hits.values()) > 0
+    except Exception:  # not a Numba dispatcher, or Numba's stats changed
+        return False
+
+
+def first_line(exc: BaseException) -> str:
+    """The error's first line; for a TranslationError (whose first line only
+    counts the problems) also where and what the first problem is."""
+    line = (f"{type(exc).__name__}: {exc}".splitlines() or [""])[0]
+    diagnostics = getattr(exc, "diagnostics", None)
+    if diagnostics:
+        d = diagnostics[0]
+        line += f" ({Path(d.filename).name}:{d.line}: {d.message})"
+    return line[:240]
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a and b else a or b
+
+
+# -- peak memory ----------------------------------------------------------------------
+def peak_traced_bytes(fn, args) -> int:
+    """Peak of the memory allocated during one call of ``fn(*args)`` (after a
+    first call), as ``tracemalloc`` sees it: NumPy's array data and Numba's
+    (NRT allocates through ``PyMem_RawMalloc``), the returned result included;
+    not other libraries' own allocators (XLA, torch)."""
+    fn(*args)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        out = fn(*args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del out
+    return peak
+
+
+def add_peak_memory(row: Row, fn, args) -> None:
+    """Peak memory of one gradient call, relative to the input arrays' size."""
+    size = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
+    peak = peak_traced_bytes(fn, args)
+    row.extra.update(peak_bytes=peak, peak_over_input=peak / size)
+    row.note = _join(
+        row.note,
+        f"peak memory of one grad call {peak / size:.2g}x the input "
+        f"({peak / 1e6:.3g} MB / {size / 1e6:.3g} MB; tracemalloc: NumPy and "
+        "Numba allocations, the result included)",
+    )
+
+
+def with_peak_memory(impl, fn_of_ctx, args):
+    """A tool's implementation, its row extended with `add_peak_memory` of the
+    gradient ``fn_of_ctx(ctx)``."""
+
+    def run(ctx: Context) -> Row:
+        row = impl(ctx)
+        add_peak_memory(row, fn_of_ctx(ctx), args)
+        return row
+
+    return run
+
+
+# -- the examples' functions ----------------------------------------------------------
+def example_module(name: str) -> types.ModuleType:
+    """``examples/<name>.py`` as a module (examples/ is not a package)."""
+    module_name = f"symdiff_example_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module

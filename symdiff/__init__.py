@@ -29,6 +29,7 @@ from symdiff.custom import custom_vjp, stop_gradient
 from symdiff.errors import (
     ArgumentError,
     OutputError,
+    ShapeError,
     SourceUnavailableError,
     SymdiffError,
     TranslationError,
@@ -50,6 +51,7 @@ __all__ = [
     "ArgumentError",
     "Compiled",
     "OutputError",
+    "ShapeError",
     "SourceUnavailableError",
     "SymdiffError",
     "TranslationError",

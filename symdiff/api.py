@@ -7,6 +7,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from symdiff.compiled import Compiled
 from symdiff.errors import ArgumentError
 from symdiff.transforms import MODES, Spec, leaves
@@ -48,8 +50,17 @@ def _with_tangents(
         raise ArgumentError(
             f"{kind} got {len(primals)} primals but {len(tangents)} tangents"
         )
+    for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        _same_shape(t, np.shape(p), f"tangent {i}", f"primal {i}")
     compiled = _cached(fun, Spec(kind, _all_args(fun)), target)
     return compiled.call_extended(primals, tangents)
+
+
+def _same_shape(value: Any, shape: tuple[int, ...], what: str, like: str) -> None:
+    if np.shape(value) != shape:
+        raise ArgumentError(
+            f"{what} has shape {np.shape(value)}, but {like} has shape {shape}"
+        )
 
 
 def _sequence(value: Any, what: str) -> tuple[Any, ...]:
@@ -213,6 +224,8 @@ def vjp(
                 f"the cotangent must have the output's structure ({len(expected)} "
                 f"number(s)); got {len(flat)}"
             )
+        for i, (c, o) in enumerate(zip(flat, expected, strict=True)):
+            _same_shape(c, np.shape(o), f"cotangent {i}", f"output {i}")
         return backward.call_extended(primals, tuple(flat))  # type: ignore[no-any-return]
 
     return out, vjp_fun

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from symdiff.custom import custom_vjp
-from symdiff.errors import ArgumentError
+from symdiff.errors import SHAPE_MARK, ArgumentError, ShapeError
 from symdiff.frontend.lower import Traced, trace
 from symdiff.frontend.source import function_source
 from symdiff.kernel import Kernel, build_kernel
-from symdiff.transforms import PLANNERS, Spec
+from symdiff.transforms import PLANNERS, Spec, choose_mode, leaves, rebuild
 
 TARGETS = ("cpu", "python")
 
@@ -65,6 +65,14 @@ def _call_without_missing(
     return Compiled.__call__(self, **given)
 
 
+def _shape_error(exc: ValueError) -> ValueError:
+    """A kernel's shape check as a :class:`ShapeError`; other errors unchanged."""
+    message = str(exc)
+    if SHAPE_MARK in message and not isinstance(exc, ShapeError):
+        return ShapeError(message)
+    return exc
+
+
 def _cast(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.astype(np.float64)
@@ -87,8 +95,11 @@ class _Composed:
         inner = self.inner
         wrt = {i % len(dtypes) for i in inner._spec.wrt}
         dtypes = tuple(
-            "float64" + d[d.index("[") :] if i in wrt and "[" in d
-            else "float64" if i in wrt else d
+            "float64" + d[d.index("[") :]
+            if i in wrt and "[" in d
+            else "float64"
+            if i in wrt
+            else d
             for i, d in enumerate(dtypes)
         )
         tracer = getattr(inner._fun, "__symdiff_trace__", None)
@@ -164,7 +175,10 @@ class Compiled:
         fn = self._kernels.get(_key(args))
         if fn is None:
             fn = self._specialise(args)
-        return fn(*args)
+        try:
+            return fn(*args)
+        except ValueError as exc:
+            raise _shape_error(exc) from None
 
     def call_extended(self, primals: tuple[Any, ...], extras: tuple[Any, ...]) -> Any:
         """Call a kernel that takes extra float parameters after the primals
@@ -176,7 +190,9 @@ class Compiled:
             fn = self._specialise(primals)
         try:
             floats = tuple(
-                np.asarray(e, dtype=np.float64) if isinstance(e, np.ndarray) else float(e)
+                np.asarray(e, dtype=np.float64)
+                if isinstance(e, np.ndarray)
+                else float(e)
                 for e in extras
             )
         except (TypeError, ValueError):
@@ -184,7 +200,10 @@ class Compiled:
             raise ArgumentError(
                 f"tangents and cotangents must be numbers; got {kinds}"
             ) from None
-        return fn(*primals, *floats)
+        try:
+            return fn(*primals, *floats)
+        except ValueError as exc:
+            raise _shape_error(exc) from None
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:
@@ -233,8 +252,10 @@ class Compiled:
 
     def _specialise(self, args: tuple[Any, ...]) -> Callable[..., Any]:
         dtypes, casts = self._dtypes(args)
-        kernel = self._kernel(dtypes)
-        fn = kernel.compiled
+        if self._spec.kind == "jacobian" and self._array_jacobian_needed(dtypes):
+            fn = self._array_jacobian(dtypes)
+        else:
+            fn = self._kernel(dtypes).compiled
         if casts:
             inner = fn
 
@@ -295,6 +316,73 @@ class Compiled:
         )
         self.__class__ = fast
 
+    def _array_jacobian_needed(self, dtypes: tuple[str, ...]) -> bool:
+        if any("[" in d for d in dtypes):
+            return True
+        tracer = getattr(self._fun, "__symdiff_trace__", None)
+        traced = tracer(dtypes) if tracer is not None else trace(self._fun, dtypes)
+        return any(getattr(o, "shape", ()) for o in leaves(traced.output))
+
+    def _array_jacobian(self, dtypes: tuple[str, ...]) -> Callable[..., Any]:
+        """The Jacobian of an array function, one column (forward: a jvp per input
+        element) or one row (reverse: a vjp per output element) at a time, the
+        side with fewer sweeps unless ``mode`` says which."""
+        spec = self._spec
+        n = self._nparams
+        wrt = [i % n for i in spec.wrt]
+        everything = tuple(range(n))
+        build = functools.partial(
+            build_kernel, self._fun, dtypes=dtypes, jit=self._target == "cpu"
+        )
+        kernels: dict[str, Kernel] = {}
+
+        def kernel(kind: str) -> Kernel:
+            if kind not in kernels:
+                kernels[kind] = build(spec=Spec(kind, everything))
+            self._last = kernels[kind]
+            return kernels[kind]
+
+        def run(*args: Any) -> Any:
+            out = kernel("jit").compiled(*args)
+            outs = [np.asarray(o, dtype=np.float64) for o in leaves(out)]
+            shapes = [np.shape(a) for a in args]
+            n_in = sum(int(np.prod(shapes[i])) for i in wrt)
+            n_out = sum(o.size for o in outs)
+            mode = choose_mode(spec.mode, n_in, n_out)
+            self._array_mode = mode
+            blocks = [[np.zeros(o.shape + shapes[i]) for i in wrt] for o in outs]
+            if mode == "forward":
+                jvp = kernel("jvp").compiled
+                zeros = [np.zeros(s) if s else 0.0 for s in shapes]
+                for col, i in enumerate(wrt):
+                    for e in np.ndindex(*shapes[i]):
+                        tangents = list(zeros)
+                        t = np.zeros(shapes[i]) if shapes[i] else 1.0
+                        if shapes[i]:
+                            t[e] = 1.0
+                        tangents[i] = t
+                        _, dots = jvp(*args, *tangents)
+                        for k, d in enumerate(leaves(dots)):
+                            blocks[k][col][(..., *e)] = d
+            else:
+                vjp = kernel("vjp").compiled
+                for k, o in enumerate(outs):
+                    for e in np.ndindex(*o.shape):
+                        cts = [np.zeros(x.shape) if x.shape else 0.0 for x in outs]
+                        if o.shape:
+                            cts[k][e] = 1.0
+                        else:
+                            cts[k] = 1.0
+                        grads = vjp(*args, *cts)
+                        for col, i in enumerate(wrt):
+                            blocks[k][col][e] = grads[i]
+            cells = iter(
+                b[0] if isinstance(spec.argnums, int) else tuple(b) for b in blocks
+            )
+            return rebuild(out, lambda _: next(cells))
+
+        return run
+
     def _kernel(self, dtypes: tuple[str, ...] | None = None) -> Kernel:
         if dtypes is None:
             if self._last is not None:
@@ -321,7 +409,8 @@ class Compiled:
     @property
     def mode(self) -> str | None:
         """For a jacobian: ``"forward"`` or ``"reverse"``, the mode used."""
-        return self.kernel.mode
+        array_mode = getattr(self, "_array_mode", None)
+        return array_mode if array_mode is not None else self.kernel.mode
 
     @property
     def source(self) -> str:

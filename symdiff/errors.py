@@ -94,3 +94,15 @@ class ArgumentError(SymdiffError, TypeError):
 
 class OutputError(SymdiffError, TypeError):
     """The function's output does not suit the transform (e.g. ``grad`` of a tuple)."""
+
+
+class ShapeError(SymdiffError, ValueError):
+    """Arguments whose shapes do not fit the function (NumPy would reject them).
+
+    The message names the user's line, the operation and the lengths that differ.
+    """
+
+
+#: The generated kernels say this (a plain ValueError, so that a kernel saved by
+#: ``symdiff compile`` needs nothing from symdiff); calls turn it into ShapeError.
+SHAPE_MARK = " (got "

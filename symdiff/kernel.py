@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symdiff import __version__
-from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.jit import compile_kernel, load_source, python_kernel
+from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.printer import Printer
 from symdiff.frontend.lower import Traced, trace
 from symdiff.ir.listing import listing
@@ -89,8 +89,18 @@ def build_kernel(
         header.append(f"mode: {plan.mode}")
     if has_arrays(sched.nodes) or any(p.shape for p in plan.params):
         source = ArrayKernel(
-            plan.params, outputs, plan.hints, names, plan.primal, traced.checks
-        ).source(name, plan.returns, header, {"backward": next(iter(sections.values()), "backward")} if sections else {})
+            plan.params,
+            outputs,
+            plan.hints,
+            names,
+            plan.primal,
+            traced.checks + plan.checks,
+        ).source(
+            name,
+            plan.returns,
+            header,
+            {"backward": next(iter(sections.values()), "backward")} if sections else {},
+        )
     else:
         source = Printer().function(name, sched, plan.returns, header, sections)
     if jit:

@@ -16,6 +16,7 @@ from symdiff.ad import jvp_graph, vjp_graph
 from symdiff.errors import OutputError
 from symdiff.frontend.lower import Traced, param_node
 from symdiff.frontend.values import Static, Value
+from symdiff.ir import shapes as S
 from symdiff.ir.build import ONE, ZERO, to_float
 from symdiff.ir.node import Node
 
@@ -50,6 +51,7 @@ class Plan:
     primal: list[Node] = field(default_factory=list)
     wrt: tuple[str, ...] = ()
     mode: str | None = None
+    checks: tuple[S.Check, ...] = ()
 
 
 # -- structure helpers ----------------------------------------------------------------
@@ -203,13 +205,32 @@ def plan_grad(traced: Traced, spec: Spec) -> Plan:
     return Plan(traced.params, returns, names, hints, [out], wrt_names)
 
 
+def _extra_param(
+    index: int, name: str, shape: S.Shape, like: str
+) -> tuple[Node, list[S.Check]]:
+    """A tangent or cotangent parameter with the shape of ``like``'s value, and the
+    checks (made when the kernel runs) that the caller passed that shape."""
+    node = param_node(index, name, "float64", shape)
+    checks = [
+        S.Check(
+            S.atom("shape", index, k),
+            d,
+            f"`{name}` must have the shape of {like}: its axis {k} differs",
+        )
+        for k, d in enumerate(shape)
+    ]
+    return node, checks
+
+
 def plan_jvp(traced: Traced, spec: Spec) -> Plan:
     outs = _float_outputs(traced, spec)
     n = len(traced.params)
-    dots = tuple(
-        param_node(n + i, f"{p.attrs[1]}_dot", "float64")
+    made = [
+        _extra_param(n + i, f"{p.attrs[1]}_dot", p.shape, f"`{p.attrs[1]}`")
         for i, p in enumerate(traced.params)
-    )
+    ]
+    dots = tuple(d for d, _ in made)
+    checks = tuple(c for _, cs in made for c in cs)
     seeds = [
         (p, d) for p, d in zip(traced.params, dots, strict=True) if p.dtype == "float64"
     ]
@@ -221,23 +242,41 @@ def plan_jvp(traced: Traced, spec: Spec) -> Plan:
     returns = (rebuild(traced.output, to_float), out_dots)
     dot_names = rebuild(names, lambda s: f"{s}_dot")
     wrt = tuple(_param_name(traced, i) for i in range(n))
-    return Plan(traced.params + dots, returns, (names, dot_names), hints, outs, wrt)
+    return Plan(
+        traced.params + dots,
+        returns,
+        (names, dot_names),
+        hints,
+        outs,
+        wrt,
+        checks=checks,
+    )
 
 
 def plan_vjp(traced: Traced, spec: Spec) -> Plan:
     outs = _float_outputs(traced, spec)
     n = len(traced.params)
     out_names = leaves(_leaf_names(traced, traced.output))
-    cts = tuple(
-        param_node(n + i, f"{name}_bar", "float64") for i, name in enumerate(out_names)
-    )
+    made = [
+        _extra_param(n + i, f"{name}_bar", out.shape, f"the output `{name}`")
+        for i, (name, out) in enumerate(zip(out_names, outs, strict=True))
+    ]
+    cts = tuple(c for c, _ in made)
     wrt = [p for p in traced.params]
     adjoints = vjp_graph(list(zip(outs, cts, strict=True)), wrt)
     hints = dict(traced.hints)
     _name_derivatives(traced, adjoints.table, hints, "_bar")
     names = tuple(f"{_param_name(traced, i)}_bar" for i in range(n))
     wrt_names = tuple(_param_name(traced, i) for i in range(n))
-    return Plan(traced.params + cts, adjoints.grads, names, hints, outs, wrt_names)
+    return Plan(
+        traced.params + cts,
+        adjoints.grads,
+        names,
+        hints,
+        outs,
+        wrt_names,
+        checks=tuple(c for _, cs in made for c in cs),
+    )
 
 
 def choose_mode(mode: str, n_in: int, n_out: int) -> str:

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -52,12 +53,89 @@ def _sigmoid():
     return {"s'(0)": 0.25, "s'(0.3)": s * (1 - s)}
 
 
+def _load_example(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"example_{name}", ROOT / "examples" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT))
+    return module
+
+
+def _rosenbrock():
+    import numpy as np
+    from scipy.optimize import rosen, rosen_der
+
+    x = np.random.default_rng(0).uniform(-1.5, 1.5, 10**6)
+    g = rosen_der(x)
+    return {"f(x)": rosen(x), "df/dx[0]": g[0], "df/dx[-1]": g[-1]}
+
+
+def _by_autograd(example, fn, make_args, argnums, labels):
+    """Gradient norms of an example's function, by HIPS autograd on the same code."""
+    import autograd
+    import autograd.numpy as anp
+    import numpy as np
+
+    module = _load_example(example)
+    names = dict(vars(module), np=anp)
+    for name, obj in list(names.items()):  # helpers it calls run on autograd too
+        if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
+            names[name] = types.FunctionType(obj.__code__, names, obj.__name__)
+    oracle = names[fn]
+    args = make_args(module)
+    value, grads = autograd.value_and_grad(oracle, argnums)(*args)
+    out = {labels[0]: float(value)}
+    for label, g in zip(labels[1:], grads, strict=True):
+        out[label] = float(np.linalg.norm(g))
+    return out
+
+
+def _mlp():
+    def args(m):
+        params, X, Y = m.make_data()
+        return (*params, X, Y)
+
+    labels = ["loss"] + [f"|dL/d{p}|" for p in ("W1", "b1", "W2", "b2", "W3", "b3")]
+    return _by_autograd("mlp", "mlp_loss", args, tuple(range(6)), labels)
+
+
+def _gmm():
+    def args(m):
+        params, x = m.make_data()
+        return (*params, x, m.unpack_matrix(m.D))
+
+    labels = ["objective", "|d/dalphas|", "|d/dmeans|", "|d/dicf|"]
+    return _by_autograd("gmm", "gmm_objective", args, (0, 1, 2), labels)
+
+
+def _seed000():
+    # a = (1, -2, 3), b = 0.5: u = a.a = 14, y = u + b|a|, z = 2u, l = sum(y) + z
+    a, b, n = (1.0, -2.0, 3.0), 0.5, 3
+    u = sum(t * t for t in a)
+    l_ = n * u + b * sum(abs(t) for t in a) + 2 * u
+    out = {"l": l_, "dl/db": sum(abs(t) for t in a)}
+    for i, t in enumerate(a):
+        out[f"dl/da[{i}]"] = (n + 2) * 2 * t + b * math.copysign(1.0, t)
+    return out
+
+
 EXPECTED: dict[str, dict[str, float]] = {
     "quickstart.py": _quickstart(),
     "seed001_partial.py": {"df/dx(2, 3)": 11.0, "df/dy(2, 3)": -12.0},
     "seed004_chain.py": _seed004(),
     "polar_chain.py": _polar(),
     "sigmoid.py": _sigmoid(),
+    "rosenbrock.py": _rosenbrock(),
+    "mlp.py": _mlp(),
+    "gmm.py": _gmm(),
+    "seed000_block.py": _seed000(),
     # w1, b1, w2, b2, w3, b3 = 0.5, 0.1, -1.2, 0.9, 2.0, -0.4 at x = 0.5, y = 1:
     # a1 = 0.35, a2 = 0.48, f = 0.56, dL/df = -0.44, dL/da2 = -0.88,
     # dL/da1 = -0.88 * -1.2 = 1.056

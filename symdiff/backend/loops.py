@@ -180,9 +180,11 @@ class ArrayKernel:
                 self.kinds[n] = "scatter_sum"
         # inner adds of a chain are absorbed by the outermost one
         for leaf, target in list(self.into.items()):
-            while self.kinds.get(target) == "scatter_sum" and len(
-                self.consumers.get(target, [])
-            ) == 1 and self.consumers[target][0] in self.into.values():
+            while (
+                self.kinds.get(target) == "scatter_sum"
+                and len(self.consumers.get(target, [])) == 1
+                and self.consumers[target][0] in self.into.values()
+            ):
                 target = self.consumers[target][0]
             self.into[leaf] = target
         for n in list(self.kinds):
@@ -213,7 +215,7 @@ class ArrayKernel:
         early: set[Node] = set()
         for n in self.order:
             if self.kinds[n] == "scalar" and all(
-                self.kinds.get(a, "leaf") == "leaf" and not a.shape or a in early
+                (self.kinds.get(a, "leaf") == "leaf" and not a.shape) or a in early
                 for a in n.args
             ):
                 early.add(n)
@@ -252,9 +254,7 @@ class ArrayKernel:
     def _can_join(self, n: Node, g: Group, direct: set[Node]) -> bool:
         for a in n.args:
             same_place = (
-                a in direct
-                and self.group_of.get(a) is g
-                and a.shape == g.shape
+                a in direct and self.group_of.get(a) is g and a.shape == g.shape
             )
             if same_place:
                 continue
@@ -324,10 +324,10 @@ class ArrayKernel:
         steps = 0
         while True:
             steps += 1
-            if node in env and not node.shape:
-                return env[node]
             k = self.kinds.get(node, "leaf")
-            if node.op == "param" or node in self.stored and node.shape:
+            if not node.shape and k != "view":
+                return self._scalar_text(node, env)
+            if node.op == "param" or (node in self.stored and node.shape):
                 name = self.names[node]
                 return f"{name}[{', '.join(idx)}]" if idx else name
             if k != "view":
@@ -349,7 +349,9 @@ class ArrayKernel:
             lead = len(node.shape) - len(src.shape)
             out = []
             for k, d in enumerate(src.shape):
-                out.append("0" if d == 1 and node.shape[lead + k] != 1 else idx[lead + k])
+                out.append(
+                    "0" if d == 1 and node.shape[lead + k] != 1 else idx[lead + k]
+                )
             return src, out
         if node.op == "transpose":
             perm = node.attrs[0]
@@ -368,7 +370,11 @@ class ArrayKernel:
             else:
                 _, start, _, step = entry
                 i = next(it)
-                term = i if step == 1 else f"{step} * {i}" if step > 0 else f"{i} * {step}"
+                if " " in i:
+                    i = f"({i})"
+                term = (
+                    i if step == 1 else f"{step} * {i}" if step > 0 else f"{i} * {step}"
+                )
                 if step < 0:
                     term = f"{-step} * {i}" if step != -1 else i
                     out.append(f"{self._paren(self.dim(start))} - {term}")
@@ -380,12 +386,15 @@ class ArrayKernel:
 
     @staticmethod
     def _paren(text: str) -> str:
-        return text if text.replace(".", "").replace("_", "").isalnum() or (
-            text.endswith("]") and " " not in text
-        ) else f"({text})"
+        return (
+            text
+            if text.replace(".", "").replace("_", "").isalnum()
+            or (text.endswith("]") and " " not in text)
+            else f"({text})"
+        )
 
     def _scalar_env(self) -> dict[Node, str]:
-        env: dict[Node, str] = {}
+        env: dict[Node, str] = _Reads(self)
         for p in self.params:
             env[p] = self.names[p]
         return env
@@ -402,7 +411,11 @@ class ArrayKernel:
         for n in topological(self.order):
             if n.op == "dim":
                 text = self.dim(n.attrs[0])
-                env[n] = text if text.isidentifier() or text.endswith("]") and " " not in text else f"({text})"
+                env[n] = (
+                    text
+                    if text.isidentifier() or (text.endswith("]") and " " not in text)
+                    else f"({text})"
+                )
         body: list[str] = []
         ind = printer.indent
         if self.checks:
@@ -465,6 +478,15 @@ class ArrayKernel:
             src = self._array_text(n.args[0])
             text = f"np.ascontiguousarray({src}).reshape({self.shape_text(n.shape)})"
         else:
+            stack = list(n.args)
+            while stack:
+                a = stack.pop()
+                if a in env or a.shape:
+                    continue
+                if self.kinds.get(a) == "view":
+                    env[a] = self.read(a, [], env)
+                elif a in self.inlined:
+                    stack.extend(a.args)
             text = printer.definition(n, env)[0]
         env[n] = target
         return [f"{ind}{target} = {text}"]
@@ -478,27 +500,34 @@ class ArrayKernel:
         ind = printer.indent
         lines: list[str] = []
         rank = len(g.shape)
-        idx = self.loop_vars[:rank] if rank <= len(self.loop_vars) else [
-            f"i{k}" for k in range(rank)
-        ]
+        idx = (
+            self.loop_vars[:rank]
+            if rank <= len(self.loop_vars)
+            else [f"i{k}" for k in range(rank)]
+        )
         # allocations and accumulators, before the nest
         for m in g.members:
             k = self.kinds[m]
             dt = _DTYPE_ARG[m.dtype]
             if k == "elementwise" and m in self.stored:
-                lines.append(f"{ind}{self._name(m)} = np.empty({self.shape_text(m.shape)}{dt})")
+                lines.append(
+                    f"{ind}{self._name(m)} = np.empty({self.shape_text(m.shape)}{dt})"
+                )
             elif k == "scatter" and m in self.into:
                 target = self.into[m]
                 if target not in self.names:
                     shape = self.shape_text(target.shape)
                     lines.append(f"{ind}{self._name(target)} = np.zeros({shape})")
             elif k == "scatter":
-                lines.append(f"{ind}{self._name(m)} = np.zeros({self.shape_text(m.shape)}{dt})")
+                lines.append(
+                    f"{ind}{self._name(m)} = np.zeros({self.shape_text(m.shape)}{dt})"
+                )
             elif k == "reduce":
                 init = _INIT[m.op](m.dtype)
                 if m.shape:
                     lines.append(
-                        f"{ind}{self._name(m)} = np.full({self.shape_text(m.shape)}, {init}{dt})"
+                        f"{ind}{self._name(m)} = "
+                        f"np.full({self.shape_text(m.shape)}, {init}{dt})"
                     )
                 else:
                     lines.append(f"{ind}{self._name(m)} = {init}")
@@ -509,7 +538,7 @@ class ArrayKernel:
         view_cache: dict[Node, str] = {}
 
         def reads(m: Node) -> dict[Node, str]:
-            out = dict(env)
+            out = env.copy()
             out.update(local)
             stack = list(m.args)
             while stack:
@@ -527,7 +556,11 @@ class ArrayKernel:
             k = self.kinds[m]
             names = reads(m)
             if k == "reduce":
-                value = printer.expr(m.args[0], names)[0] if m.args[0] not in names else names[m.args[0]]
+                value = (
+                    printer.expr(m.args[0], names)[0]
+                    if m.args[0] not in names
+                    else names[m.args[0]]
+                )
                 acc = self.names[m]
                 if m.shape:
                     kept = [i for a, i in enumerate(idx) if a not in m.attrs[0]]
@@ -535,10 +568,16 @@ class ArrayKernel:
                 lines.append(f"{inner}{_ACCUMULATE[m.op].format(acc=acc, v=value)}")
                 continue
             if k == "scatter":
-                value = names[m.args[0]] if m.args[0] in names else printer.expr(m.args[0], names)[0]
+                value = (
+                    names[m.args[0]]
+                    if m.args[0] in names
+                    else printer.expr(m.args[0], names)[0]
+                )
                 spot = ", ".join(self._scatter_index(m, idx))
                 if m in self.into:
-                    lines.append(f"{inner}{self.names[self.into[m]]}[{spot}] += {value}")
+                    lines.append(
+                        f"{inner}{self.names[self.into[m]]}[{spot}] += {value}"
+                    )
                 else:
                     lines.append(f"{inner}{self.names[m]}[{spot}] = {value}")
                 continue
@@ -576,10 +615,16 @@ class ArrayKernel:
                 _, start, _, step = entry
                 i = next(it)
                 if step == 1:
-                    out.append(i if start == 0 else f"{i} + {self._paren(self.dim(start))}")
+                    out.append(
+                        i if start == 0 else f"{i} + {self._paren(self.dim(start))}"
+                    )
                 elif step > 0:
                     base = f"{step} * {i}"
-                    out.append(base if start == 0 else f"{base} + {self._paren(self.dim(start))}")
+                    out.append(
+                        base
+                        if start == 0
+                        else f"{base} + {self._paren(self.dim(start))}"
+                    )
                 else:
                     out.append(f"{self._paren(self.dim(start))} - {-step} * {i}")
         return out
@@ -614,6 +659,35 @@ class ArrayKernel:
             return self.names[a]
         text, prec = Printer().expr(a, env)
         return text if prec >= P_ATOM else f"({text})"
+
+
+class _Reads(dict):  # type: ignore[type-arg]
+    """Names of values, where a scalar read of an array (``x[0]``) is looked up
+    when first needed (the array may be computed after the dict is made)."""
+
+    def __init__(self, kernel: ArrayKernel):
+        super().__init__()
+        self.kernel = kernel
+
+    def _fill(self, key: object) -> bool:
+        k = self.kernel
+        if isinstance(key, Node) and not key.shape and k.kinds.get(key) == "view":
+            self[key] = k.read(key, [], self)
+            return True
+        return False
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(key) or self._fill(key)
+
+    def __missing__(self, key: Node) -> str:
+        if self._fill(key):
+            return str(super().__getitem__(key))
+        raise KeyError(key)
+
+    def copy(self) -> _Reads:
+        new = _Reads(self.kernel)
+        new.update(self)
+        return new
 
 
 def _init_max(dtype: str) -> str:

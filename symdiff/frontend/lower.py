@@ -111,8 +111,11 @@ def equal_axes(checks: tuple[S.Check, ...]) -> dict[S.Atom, S.Dim]:
     for check in checks:
         sides = [check.left, check.right]
         if check.kind != "eq" or not all(
-            isinstance(d, S.Dim) and len(d.terms) == 1 and d.terms[0][1] == 1
-            and len(d.terms[0][0]) == 1 and d.terms[0][0][0][0] == "shape"
+            isinstance(d, S.Dim)
+            and len(d.terms) == 1
+            and d.terms[0][1] == 1
+            and len(d.terms[0][0]) == 1
+            and d.terms[0][0][0][0] == "shape"
             for d in sides
         ):
             continue

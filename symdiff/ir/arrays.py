@@ -198,12 +198,8 @@ def dot(a: Node, b: Node) -> Node:
     ra, rb = len(a.shape), len(b.shape)
     if ra == 0 or rb == 0:
         raise S.ShapeMismatch("matmul: an operand is a scalar; use `*`")
-    if ra > 2 or rb > 2:
-        raise S.ShapeMismatch(
-            "matmul of arrays with more than 2 dimensions is not supported yet"
-        )
     k_a = a.shape[-1]
-    k_b = b.shape[0]
+    k_b = b.shape[0] if rb < 2 else b.shape[-2]
     S.unify(
         k_a,
         k_b,
@@ -211,6 +207,18 @@ def dot(a: Node, b: Node) -> Node:
         f"not aligned: {S.format_dim(k_a)} (dim {ra - 1}) != "
         f"{S.format_dim(k_b)} (dim 0)",
     )
+    if ra > 2 or rb > 2:
+        # a stack of matrix products: multiply with broadcasting and sum over the
+        # shared axis; the code generator fuses both into one loop nest
+        if rb == 1:
+            return reduce("sum", mul(a, b), (ra - 1,))
+        if ra == 1:
+            col = reshape(a, (a.shape[0], 1))
+            return reduce("sum", mul(col, b), (rb - 2,))
+        left = reshape(a, (*a.shape, 1))
+        right = reshape(b, (*b.shape[:-2], 1, *b.shape[-2:]))
+        prod = mul(left, right)
+        return reduce("sum", prod, (len(prod.shape) - 2,))
     shape = a.shape[:-1] + b.shape[1:]
     dtype = "float64" if "float64" in (a.dtype, b.dtype) else "int64"
     return make("dot", (to_float(a), to_float(b)), shape=shape, dtype=dtype)

@@ -31,6 +31,7 @@ def shape_of(op: str, args: tuple[Node, ...]) -> Shape:
         return shapes[0]
     return broadcast(shapes, lambda: f"in `{op}`")
 
+
 TRUE = constant(True)
 FALSE = constant(False)
 ZERO = constant(0.0)

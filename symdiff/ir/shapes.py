@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 # An atom: ("shape", param_index, axis) | ("value", param_index) | ("cdiv", Dim, k)
 Atom = tuple[Any, ...]
@@ -27,8 +27,8 @@ Monomial = tuple[Atom, ...]
 
 
 def _atom_key(atom: Atom) -> tuple[Any, ...]:
-    if atom[0] == "cdiv":
-        return (2, atom[1].terms, atom[2])
+    if atom[0] in ("cdiv", "div"):
+        return (2 if atom[0] == "cdiv" else 3, repr(atom[1]), repr(atom[2]))
     return (0 if atom[0] == "shape" else 1, *atom[1:])
 
 
@@ -61,7 +61,7 @@ class Dim:
         return repr(self.terms) < repr(other.terms)
 
 
-Length = Union[int, Dim]
+Length = int | Dim
 Shape = tuple[Length, ...]
 
 
@@ -122,6 +122,15 @@ def cdiv(a: Length, k: int) -> Length:
     return atom("cdiv", a, k)
 
 
+def floordiv(a: Length, b: Length) -> Length:
+    """``a // b`` (used where the division is exact, checked at run time)."""
+    if b == 1:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    return atom("div", a, b)
+
+
 def product(dims: Sequence[Length]) -> Length:
     result: Length = 1
     for d in dims:
@@ -150,6 +159,8 @@ def format_dim(d: Length, names: Callable[[int], str] | None = None) -> str:
         if a[0] == "value":
             return name(a[1])
         inner = format_dim(a[1], names)
+        if a[0] == "div":
+            return f"({inner}) // ({format_dim(a[2], names)})"
         return f"-(-({inner}) // {a[2]})"
 
     out = ""
@@ -190,6 +201,11 @@ def substitute(d: Length, values: Mapping[Atom, int]) -> Length:
                 term = mul(term, values[a])
             elif a[0] == "cdiv":
                 term = mul(term, cdiv(substitute(a[1], values), a[2]))
+            elif a[0] == "div":
+                term = mul(
+                    term,
+                    floordiv(substitute(a[1], values), substitute(a[2], values)),
+                )
             else:
                 term = mul(term, Dim({(a,): 1}))
         total = add(total, term)

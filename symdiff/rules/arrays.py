@@ -94,7 +94,8 @@ def _vjp_getitem(node: Node, g: Node) -> tuple[Node | None, ...]:
     spec = node.attrs[0]
     plain = tuple(e for e in spec if e[0] != "new")
     squeezed = tuple(
-        d for e, d in zip((e for e in spec if e[0] != "int"), g.shape, strict=True)
+        d
+        for e, d in zip((e for e in spec if e[0] != "int"), g.shape, strict=True)
         if e[0] != "new"
     )
     return (A.scatter(A.reshape(g, squeezed), plain, node.args[0].shape),)
