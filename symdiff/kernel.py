@@ -99,7 +99,7 @@ def build_kernel(
             name,
             plan.returns,
             header,
-            {"backward": next(iter(sections.values()), "backward")} if sections else {},
+            {0: next(iter(sections.values()))} if sections else {},
         )
     else:
         source = Printer().function(name, sched, plan.returns, header, sections)

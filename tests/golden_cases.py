@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 
 def seed004(u):
     return math.exp(math.sin(u**2) * math.log(u**2))
@@ -41,3 +43,21 @@ def polar(r, theta):
     x = r * math.cos(theta)
     y = r * math.sin(theta)
     return math.hypot(x, y) + math.atan2(y, x)
+
+
+def mlp_loss(W1, b1, W2, b2, W3, b3, X, Y):
+    H1 = np.maximum(X @ W1 + b1, 0.0)
+    H2 = np.maximum(H1 @ W2 + b2, 0.0)
+    F = H2 @ W3 + b3
+    return 0.5 * np.sum((F - Y) ** 2) / X.shape[0]
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def softmax_xent(W, X, Y):
+    Z = X @ W
+    m = np.max(Z, axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.sum(np.exp(Z - m), axis=1))
+    return np.mean(lse - np.sum(Y * Z, axis=1))

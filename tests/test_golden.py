@@ -7,12 +7,21 @@ read the diff before committing it.
 import os
 import pathlib
 
+import numpy as np
 import pytest
 
 import symdiff
 from tests import golden_cases as G
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
+
+def _for_arrays(compiled, *shapes):
+    """``compiled`` after one call on arrays of ``shapes`` (its kernel is then the
+    array kernel; the Python target skips the Numba compile)."""
+    rng = np.random.default_rng(0)
+    compiled(*(rng.normal(size=s) for s in shapes))
+    return compiled
+
 
 CASES = {
     "seed004_value_and_grad": lambda: symdiff.value_and_grad(G.seed004),
@@ -22,6 +31,16 @@ CASES = {
     "sigmoid_value_and_grad": lambda: symdiff.value_and_grad(G.sigmoid),
     "branchy_grad": lambda: symdiff.grad(G.branchy, argnums=(0, 1)),
     "polar_grad": lambda: symdiff.grad(G.polar, argnums=(0, 1)),
+    "mlp_grad": lambda: _for_arrays(
+        symdiff.grad(G.mlp_loss, argnums=tuple(range(6)), target="python"),
+        (4, 5), (5,), (5, 3), (3,), (3, 2), (2,), (6, 4), (6, 2),
+    ),
+    "rosenbrock_grad": lambda: _for_arrays(
+        symdiff.grad(G.rosenbrock, target="python"), (7,)
+    ),
+    "softmax_xent_value_and_grad": lambda: _for_arrays(
+        symdiff.value_and_grad(G.softmax_xent, target="python"), (4, 3), (5, 4), (5, 3)
+    ),
 }
 
 

@@ -426,14 +426,19 @@ class ArrayKernel:
             body.append(f"{ind}if {left} {test} {right}:")
             got = f'" (got " + str({left}) + " and " + str({right}) + ")"'
             body.append(f"{ind}{ind}raise ValueError({check.message!r} + {got})")
-        backward_marked = seen_forward = False
-        for unit in self.units:
-            nodes = [unit.node] if unit.node is not None else unit.group.members  # type: ignore[union-attr]
-            if any(n in self.forward for n in nodes):
-                seen_forward = True
-            elif sections and seen_forward and not backward_marked:
-                body.append(f"{ind}# {sections.get('backward', 'backward')}")
-                backward_marked = True
+        # "# backward" goes after the last unit that computes a forward value
+        # (fusion puts backward values into forward loops, never the reverse)
+        last_forward = max(
+            (
+                k
+                for k, unit in enumerate(self.units)
+                if any(n in self.forward for n in self._unit_nodes(unit))
+            ),
+            default=-1,
+        )
+        for k, unit in enumerate(self.units):
+            if sections and k == last_forward + 1 and 0 <= last_forward:
+                body.append(f"{ind}# {next(iter(sections.values()))}")
             if unit.node is not None:
                 body.extend(self._statement(unit.node, env, printer))
             else:
@@ -446,6 +451,12 @@ class ArrayKernel:
         lines += sorted(printer.imports)
         lines += ["", "", f"def {name}({params}):", *body]
         return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _unit_nodes(unit: Unit) -> list[Node]:
+        if unit.node is not None:
+            return [unit.node]
+        return unit.group.members if unit.group is not None else []
 
     def _returns(self, returns: Any, env: dict[Node, str], printer: Printer) -> str:
         def text(v: Any) -> str:
@@ -501,7 +512,7 @@ class ArrayKernel:
         lines: list[str] = []
         rank = len(g.shape)
         idx = (
-            self.loop_vars[:rank]
+            list(self.loop_vars[:rank])
             if rank <= len(self.loop_vars)
             else [f"i{k}" for k in range(rank)]
         )
@@ -531,9 +542,14 @@ class ArrayKernel:
                     )
                 else:
                     lines.append(f"{ind}{self._name(m)} = {init}")
-        for depth, (var, d) in enumerate(zip(idx, g.shape, strict=True)):
-            lines.append(f"{ind * (depth + 1)}for {var} in range({self.dim(d)}):")
-        inner = ind * (rank + 1)
+        depth = 0
+        for k, d in enumerate(g.shape):
+            if d == 1:
+                idx[k] = "0"  # no loop over an axis of length 1
+                continue
+            depth += 1
+            lines.append(f"{ind * depth}for {idx[k]} in range({self.dim(d)}):")
+        inner = ind * (depth + 1)
         local: dict[Node, str] = {}
         view_cache: dict[Node, str] = {}
 

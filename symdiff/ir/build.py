@@ -111,6 +111,7 @@ def _rearm(cond: Node, value: Node, taken: bool) -> Node:
     return select(cond, value, zero) if taken else select(cond, zero, value)
 
 
+@_stretched
 def add(a: Node, b: Node) -> Node:
     a, b = _unstretch(a, b)
     dtype = result_dtype("add", [a.dtype, b.dtype])
@@ -127,6 +128,7 @@ def add(a: Node, b: Node) -> Node:
     return _plain("add", a, b)
 
 
+@_stretched
 def sub(a: Node, b: Node) -> Node:
     a, b = _unstretch(a, b)
     dtype = result_dtype("sub", [a.dtype, b.dtype])
@@ -139,6 +141,7 @@ def sub(a: Node, b: Node) -> Node:
     return _plain("sub", a, b)
 
 
+@_stretched
 def mul(a: Node, b: Node) -> Node:
     a, b = _unstretch(a, b)
     dtype = result_dtype("mul", [a.dtype, b.dtype])
@@ -179,6 +182,7 @@ def _one_plus_exp(node: Node) -> Node | None:
     return None
 
 
+@_stretched
 def div(a: Node, b: Node) -> Node:
     a, b = _unstretch(a, b)
     if is_one(b) and a.dtype == "float64":
@@ -209,6 +213,7 @@ def neg(a: Node) -> Node:
     return _plain("neg", a)
 
 
+@_stretched
 def pow_(a: Node, b: Node) -> Node:
     a, b = _unstretch(a, b)
     if b.op == "const":
@@ -318,11 +323,6 @@ def truth(a: Node) -> Node:
     return _plain("ne", a, _zero_like(a.dtype))
 
 
-add = _stretched(add)
-sub = _stretched(sub)
-mul = _stretched(mul)
-div = _stretched(div)
-pow_ = _stretched(pow_)
 
 _SPECIAL: dict[str, Callable[..., Node]] = {
     "add": add,

@@ -38,6 +38,7 @@ class Dim:
     __slots__ = ("_hash", "terms")
 
     terms: tuple[tuple[Monomial, int], ...]
+    _hash: int
 
     def __init__(self, terms: Mapping[Monomial, int]):
         items = [(m, c) for m, c in terms.items() if c != 0]
