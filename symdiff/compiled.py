@@ -254,6 +254,8 @@ class Compiled:
         dtypes, casts = self._dtypes(args)
         if self._spec.kind == "jacobian" and self._array_jacobian_needed(dtypes):
             fn = self._array_jacobian(dtypes)
+        elif self._spec.kind == "hessian" and any("[" in d for d in dtypes):
+            fn = self._array_hessian(dtypes)
         else:
             fn = self._kernel(dtypes).compiled
         if casts:
@@ -263,47 +265,65 @@ class Compiled:
                 return inner(*(_cast(v) if i in casts else v for i, v in enumerate(a)))
 
         self._kernels[_key(args)] = fn
-        types_ = tuple(map(type, args))
-        arrays = any(isinstance(a, np.ndarray) for a in args)
-        if not casts and not arrays and type(self) is Compiled:
-            self._install_fast_path(types_, fn)
+        if not casts and type(self) is Compiled and self._spec.kind not in (
+            "jacobian",
+            "hessian",
+        ):
+            self._install_fast_path(args, fn)
         return fn
 
-    def _install_fast_path(
-        self, types_: tuple[type, ...], fn: Callable[..., Any]
-    ) -> None:
+    def _install_fast_path(self, args: tuple[Any, ...], fn: Callable[..., Any]) -> None:
         """Give this object a ``__call__`` with the function's own parameters that
         checks the argument types of the first signature and calls its kernel.
 
         The generic path costs a ``*args`` tuple, a ``tuple(map(type, args))`` key
         and a dict lookup per call (~0.6 us, three times the kernel for a small
-        function); the generated one costs one frame and an ``is`` per argument.
-        ``__call__`` is looked up on the type, hence the per-object subclass.
+        function); the generated one costs one frame and an ``is`` per argument
+        (for an array: its dtype, rank and which axes have length 1, the rest of
+        its kernel's key).  ``__call__`` is looked up on the type, hence the
+        per-object subclass.
         """
         params = list(self._signature.parameters.values())
         names = [p.name for p in params]
         reserved = {"self", "_kernel", "_generic", "_missing", "_extra"}
         reserved |= {f"_t{i}" for i in range(len(names))}
+        reserved |= {f"_d{i}" for i in range(len(names))} | {"_shape_error"}
         if any(p.default is not p.empty for p in params) or reserved & set(names):
             return
         # Missing or extra arguments fail the checks and reach the generic path,
         # which reports them; an unknown keyword is Python's own TypeError.
         arglist = ", ".join(names)
-        checks = " and ".join(f"type({n}) is _t{i}" for i, n in enumerate(names))
+        tests = []
+        for i, (n, a) in enumerate(zip(names, args, strict=True)):
+            tests.append(f"type({n}) is _t{i}")
+            if isinstance(a, np.ndarray):
+                tests.append(f"{n}.dtype is _d{i} and {n}.ndim == {a.ndim}")
+                tests += [
+                    f"{n}.shape[{k}] {'==' if d == 1 else '!='} 1"
+                    for k, d in enumerate(a.shape)
+                ]
+        checks = " and ".join(tests)
         name = self.__name__ if str(self.__name__).isidentifier() else "f"
         source = (
             f"def {name}(self, {', '.join(f'{n}=_missing' for n in names)}, "
             "*_extra):\n"
             f"    if {checks or 'True'} and not _extra:\n"
-            f"        return _kernel({arglist})\n"
+            f"        try:\n"
+            f"            return _kernel({arglist})\n"
+            f"        except ValueError as exc:\n"
+            f"            raise _shape_error(exc) from None\n"
             f"    return _generic(self, ({arglist},), _extra)\n"
         )
         namespace: dict[str, Any] = {
             "_kernel": fn,
             "_generic": _call_without_missing,
             "_missing": _MISSING,
+            "_shape_error": _shape_error,
         }
-        namespace.update({f"_t{i}": t for i, t in enumerate(types_)})
+        namespace.update({f"_t{i}": type(a) for i, a in enumerate(args)})
+        namespace.update(
+            {f"_d{i}": a.dtype for i, a in enumerate(args) if isinstance(a, np.ndarray)}
+        )
         exec(
             compile(source, f"<symdiff fast path of {name}>", "exec"),
             namespace,
@@ -380,6 +400,46 @@ class Compiled:
                 b[0] if isinstance(spec.argnums, int) else tuple(b) for b in blocks
             )
             return rebuild(out, lambda _: next(cells))
+
+        return run
+
+    def _array_hessian(self, dtypes: tuple[str, ...]) -> Callable[..., Any]:
+        """The Hessian blocks ``H[i][j]`` (shape ``x_i.shape + x_j.shape``) of a
+        function of arrays: one Hessian-vector product (forward over reverse, never
+        the whole matrix at once) per element of ``x_j``."""
+        spec = self._spec
+        n = self._nparams
+        wrt = [i % n for i in spec.wrt]
+        built: list[Kernel] = []
+
+        def run(*args: Any) -> Any:
+            if not built:
+                built.append(
+                    build_kernel(
+                        self._fun,
+                        Spec("hvp", tuple(range(n))),
+                        dtypes,
+                        jit=self._target == "cpu",
+                    )
+                )
+            self._last = built[0]
+            hvp = built[0].compiled
+            shapes = [np.shape(a) for a in args]
+            blocks = [[np.zeros(shapes[i] + shapes[j]) for j in wrt] for i in wrt]
+            zeros = [np.zeros(s) if s else 0.0 for s in shapes]
+            for col, j in enumerate(wrt):
+                for e in np.ndindex(*shapes[j]):
+                    vs = list(zeros)
+                    v = np.zeros(shapes[j]) if shapes[j] else 1.0
+                    if shapes[j]:
+                        v[e] = 1.0
+                    vs[j] = v
+                    products = hvp(*args, *vs)
+                    for row, i in enumerate(wrt):
+                        blocks[row][col][(..., *e)] = products[i]
+            if isinstance(spec.argnums, int):
+                return blocks[0][0]
+            return tuple(tuple(r) for r in blocks)
 
         return run
 

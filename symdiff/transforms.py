@@ -351,14 +351,19 @@ def plan_hvp(traced: Traced, spec: Spec) -> Plan:
     adjoints = vjp_graph([(out, ONE)], wrt)
     hints = dict(traced.hints)
     _name_derivatives(traced, adjoints.table, hints, "_bar")
-    vs = tuple(
-        param_node(n + i, f"{p.attrs[1]}_dot", "float64") for i, p in enumerate(wrt)
-    )
+    made = [
+        _extra_param(n + i, f"{p.attrs[1]}_dot", p.shape, f"`{p.attrs[1]}`")
+        for i, p in enumerate(wrt)
+    ]
+    vs = tuple(v for v, _ in made)
     seeds = [(p, v) for p, v in zip(wrt, vs, strict=True) if p.dtype == "float64"]
     products, _ = jvp_graph(adjoints.grads, seeds)
     names = tuple(f"hvp_{p.attrs[1]}" for p in wrt)
     wrt_names = tuple(str(p.attrs[1]) for p in wrt)
-    return Plan(traced.params + vs, products, names, hints, [out], wrt_names)
+    return Plan(
+        traced.params + vs, products, names, hints, [out], wrt_names,
+        checks=tuple(c for _, cs in made for c in cs),
+    )
 
 
 PLANNERS: dict[str, Callable[[Traced, Spec], Plan]] = {

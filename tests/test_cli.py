@@ -1102,14 +1102,14 @@ def test_infer_kinds_from_the_points():
     ("arg", "message"),
     [
         (
-            "x=f64[3,4]",
-            "`x=f64[3,4]`: array arguments are not supported yet (they are planned); "
-            "`x` must be a scalar: f64, i64 or bool",
+            "x=f64[0,4]",
+            "`x=f64[0,4]`: an array kind is KIND[LENGTHS] with positive integer "
+            "lengths, e.g. f64[3,4]",
         ),
         (
             "n=i64,x=f64[n]",
-            "`x=f64[n]`: array arguments are not supported yet (they are planned); "
-            "`x` must be a scalar: f64, i64 or bool",
+            "`x=f64[n]`: an array kind is KIND[LENGTHS] with positive integer "
+            "lengths, e.g. f64[3,4]",
         ),
         (
             "n=int32",
@@ -1149,11 +1149,11 @@ def test_bad_arg(command, arg, message, tmp_path):
 
 
 def test_bad_arg_as_json():
-    result = run("grad", f"{CASES}:power", "--arg", "x=f64[3]", "--json", code=2)
+    result = run("grad", f"{CASES}:power", "--arg", "x=f64[-3]", "--json", code=2)
     assert json.loads(result.stdout) == {
         "ok": False,
-        "error": "Invalid value for '--arg': `x=f64[3]`: array arguments are not "
-        "supported yet (they are planned); `x` must be a scalar: f64, i64 or bool",
+        "error": "Invalid value for '--arg': `x=f64[-3]`: an array kind is "
+        "KIND[LENGTHS] with positive integer lengths, e.g. f64[3,4]",
         "exit_code": 2,
     }
 

@@ -104,7 +104,15 @@ class ArrayKernel:
     ):
         self.params = list(params)
         self.outputs = list(outputs)
-        self.checks = list(checks)
+        # one check per condition, however many lines assume it
+        seen: set[tuple[Any, ...]] = set()
+        unique = []
+        for c in checks:
+            key = (c.left, c.right, c.kind)
+            if key not in seen:
+                seen.add(key)
+                unique.append(c)
+        self.checks = unique
         needed = set(topological(outputs))
         self.order = [
             n

@@ -34,12 +34,12 @@ import symdiff
 from symdiff.cli.derivatives import target_argument, wrt_option
 from symdiff.cli.kinds import (
     FLOAT,
-    NUMBA_TYPES,
     arg_option,
     describe,
     is_typed,
     kernel_dtypes,
     kinds_flag,
+    numba_type,
     select_kernel,
 )
 from symdiff.cli.report import json_option, reports_errors, write_json
@@ -79,7 +79,7 @@ class Piece:
     def decorator(self) -> str:
         if self.dtypes is None:
             return NJIT
-        return NJIT_TYPED.format(types=", ".join(NUMBA_TYPES[d] for d in self.dtypes))
+        return NJIT_TYPED.format(types=", ".join(numba_type(d) for d in self.dtypes))
 
     @property
     def header(self) -> str:

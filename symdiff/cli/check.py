@@ -123,6 +123,13 @@ class Checker:
         step: float,
         kinds: Sequence[str],
     ):
+        arrays = [p for p, k in zip(target.params, kinds, strict=True) if "[" in k]
+        if arrays:
+            raise click.UsageError(
+                f"check compares scalar derivatives; {', '.join(arrays)} "
+                f"{'is an array' if len(arrays) == 1 else 'are arrays'} (array "
+                "checks are planned): use `symdiff grad` to see the array gradient"
+            )
         self.target = target
         self.argnums = argnums
         self.step = step

@@ -24,12 +24,12 @@ import symdiff
 from symdiff.cli.derivatives import target_argument, wrt_option
 from symdiff.cli.kinds import (
     FLOAT,
-    SHORT,
     arg_option,
     describe,
     is_typed,
     kernel_dtypes,
     select_kernel,
+    short,
     signature_text,
 )
 from symdiff.cli.report import json_option, reports_errors, write_json
@@ -124,7 +124,7 @@ def build_graph(
         if node.op == "param":
             label, role = str(node.attrs[1]), "param"
             if dtypes.get(label, FLOAT) != FLOAT:
-                label = f"{label}: {SHORT[dtypes[label]]}"
+                label = f"{label}: {short(dtypes[label])}"
         else:
             label, role = (f"{name}\n{node.op}" if name else node.op), "op"
         graph.add_node(

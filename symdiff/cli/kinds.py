@@ -9,8 +9,9 @@ default because ``--at x=2`` usually means 2.0.
 
 As in the Python API, a differentiated int64 parameter is a real number to the
 kernel (float64); int64 and bool parameters that are not differentiated stay as
-they are (an exponent, a branch condition).  Array arguments (``f64[3,4]``) are
-planned, not supported yet: they are a usage error that says so.
+they are (an exponent, a branch condition).  ``f64[3,4]`` is an array of that
+shape: the kernel is the one for its rank (and its axes of length 1), so the shape
+only has to be representative.
 
 This module knows nothing of :class:`~symdiff.cli.target.Target` beyond its
 ``name`` and ``params``, so that ``target`` can import it.
@@ -57,9 +58,9 @@ arg_option = click.option(
     "arg_kinds",
     metavar="NAME=KIND",
     multiple=True,
-    help="A parameter's kind: f64 (the default), i64 or bool, e.g. "
-    "--arg n=i64,flag=bool (repeatable).  The kernel is the one for that "
-    "signature.  Arrays (f64[3,4]) are planned, not supported yet.",
+    help="A parameter's kind: f64 (the default), i64 or bool, e.g. --arg n=i64, "
+    "or an array: --arg X=f64[256,784] (repeatable).  The kernel is the one for "
+    "that signature (an array's rank, not its size).",
 )
 infer_option = click.option(
     "--infer-kinds",
@@ -120,13 +121,21 @@ def parse_kinds(target: Target, texts: Sequence[str]) -> dict[str, str]:
     return kinds
 
 
+_ARRAY = re.compile(r"\s*(\w+)\s*\[([^\]]*)\]\s*\Z")
+
+
 def _kind(name: str, spelled: str) -> str:
     if "[" in spelled or "]" in spelled:
-        raise click.BadParameter(
-            f"`{name}={spelled}`: array arguments are not supported yet (they are "
-            f"planned); `{name}` must be a scalar: f64, i64 or bool",
-            param_hint=ARG_HINT,
-        )
+        match = _ARRAY.match(spelled)
+        dims = match.group(2).split(",") if match else []
+        if not match or not all(d.strip().isdigit() and int(d) > 0 for d in dims):
+            raise click.BadParameter(
+                f"`{name}={spelled}`: an array kind is KIND[LENGTHS] with positive "
+                "integer lengths, e.g. f64[3,4]",
+                param_hint=ARG_HINT,
+            )
+        base = _kind(name, match.group(1))
+        return f"{base}[{','.join(str(int(d)) for d in dims)}]"
     kind = SPELLINGS.get(spelled.lower())
     if kind is None:
         what = f"unknown kind {spelled!r}" if spelled else "no kind given"
@@ -212,6 +221,43 @@ def format_value(value: float | int | bool) -> str:
 
 
 # -- kernels ------------------------------------------------------------------------
+def is_array(kind: str) -> bool:
+    return "[" in kind
+
+
+def array_shape(kind: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in kind[kind.index("[") + 1 : -1].split(","))
+
+
+def sample(kind: str) -> Any:
+    """A value of a kind (an array of ones for an array kind)."""
+    if is_array(kind):
+        import numpy as np
+
+        base = kind[: kind.index("[")]
+        dtype = {FLOAT: np.float64, INT: np.int64, BOOL: np.bool_}[base]
+        return np.ones(array_shape(kind), dtype=dtype)
+    return _SAMPLES[kind]
+
+
+def short(kind: str) -> str:
+    """``f64``, ``i64[3]``: a kind as ``--arg`` spells it."""
+    if is_array(kind):
+        base = kind[: kind.index("[")]
+        return SHORT[base] + kind[kind.index("[") :]
+    return SHORT[kind]
+
+
+def numba_type(dtype: str) -> str:
+    """A kernel dtype (``float64``, ``float64[:,1]``) as a Numba signature type."""
+    if is_array(dtype):
+        base = dtype[: dtype.index("[")]
+        rank = dtype.count(",") + 1
+        # C-contiguous (``::1``): what NumPy makes, and what BLAS wants
+        return f"{NUMBA_TYPES[base]}[{', '.join([':'] * (rank - 1) + ['::1'])}]"
+    return NUMBA_TYPES[dtype]
+
+
 def is_typed(kinds: Iterable[str]) -> bool:
     """Some parameter is not a float64 (the default signature)."""
     return any(kind != FLOAT for kind in kinds)
@@ -220,8 +266,8 @@ def is_typed(kinds: Iterable[str]) -> bool:
 def kernel_dtypes(compiled: Compiled, kinds: Sequence[str]) -> tuple[str, ...]:
     """The signature of the kernel a call with arguments of these kinds runs:
     the API's own rule (differentiated ints are float64 to the kernel)."""
-    sample = tuple(_SAMPLES[kind] for kind in kinds)
-    return compiled._dtypes(sample)[0]
+    values = tuple(sample(kind) for kind in kinds)
+    return compiled._dtypes(values)[0]
 
 
 def select_kernel(compiled: Compiled, kinds: Sequence[str]) -> Kernel:
@@ -253,6 +299,6 @@ def kinds_flag(params: Sequence[str], kinds: Sequence[str]) -> str | None:
     """``n=i64,flag=bool`` for the parameters that are not float64 (for a
     ``Regenerate with`` line), or None."""
     named = [
-        f"{p}={SHORT[k]}" for p, k in zip(params, kinds, strict=True) if k != FLOAT
+        f"{p}={short(k)}" for p, k in zip(params, kinds, strict=True) if k != FLOAT
     ]
     return ",".join(named) or None

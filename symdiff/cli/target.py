@@ -230,7 +230,7 @@ def parse_wrt(
         raise Failure(f"{target.label} takes no arguments: nothing to differentiate")
     kinds = tuple(kinds) if kinds is not None else (FLOAT,) * len(params)
     if wrt is None:
-        floats = [i for i, kind in enumerate(kinds) if kind == FLOAT]
+        floats = [i for i, kind in enumerate(kinds) if kind.split("[")[0] == FLOAT]
         if not floats:
             raise click.UsageError(_nothing_by_default(target, kinds))
         return floats[0] if len(floats) == 1 else tuple(floats)
@@ -241,7 +241,7 @@ def parse_wrt(
             raise click.BadParameter(
                 f"`{params[index]}` is given twice", param_hint="'--wrt'"
             )
-        if kinds[index] == BOOL:
+        if kinds[index].split("[")[0] == BOOL:
             raise click.BadParameter(
                 f"cannot differentiate with respect to `{params[index]}`: it is a "
                 "bool (only f64 and i64 parameters can be differentiated)",

@@ -67,17 +67,25 @@ def length(value: Value, what: str = "a size") -> Length:
                 results[node] = node.attrs[0]
             elif node.op == "param":
                 results[node] = S.atom("value", node.attrs[0])
+            elif node.op == "floordiv" and node.args[1].op == "const" and not ready:
+                stack.append((node, True))
+                stack.append((node.args[0], False))
             elif node.op in ("add", "sub", "mul", "neg") and not ready:
                 stack.append((node, True))
                 stack.extend((a, False) for a in node.args)
             elif ready:
-                vals = [results[a] for a in node.args]
+                vals = [results.get(a, 0) for a in node.args]
                 if node.op == "add":
                     results[node] = S.add(*vals)
                 elif node.op == "sub":
                     results[node] = S.sub(*vals)
                 elif node.op == "mul":
                     results[node] = S.mul(*vals)
+                elif node.op == "floordiv":
+                    divisor = int(node.args[1].value)
+                    if divisor <= 0:
+                        raise Unsupported(f"{what}: divide by a positive constant")
+                    results[node] = S.floordiv(results[node.args[0]], divisor)
                 else:
                     results[node] = S.neg(vals[0])
             else:
@@ -336,14 +344,21 @@ def _concatenate(arrays: Value, axis: Value | None = None) -> Node:
     if any(not i.shape for i in items):
         raise Unsupported("np.concatenate: zero-dimensional arrays cannot be joined")
     rank = len(items[0].shape)
-    ax = 0 if axis is None else static_int(axis, "`axis`") % rank
-    return A.concat(items, ax)
+    ax = 0 if axis is None else static_int(axis, "`axis`")
+    if not -rank <= ax < rank:
+        raise Unsupported(f"axis {ax} is out of bounds for arrays of dimension {rank}")
+    return A.concat(items, ax % rank)
 
 
 def _stack(arrays: Value, axis: Value | None = None) -> Node:
     items = _sequence(arrays, "np.stack")
     shape = items[0].shape
-    ax = 0 if axis is None else static_int(axis, "`axis`") % (len(shape) + 1)
+    ax = 0 if axis is None else static_int(axis, "`axis`")
+    if not -len(shape) - 1 <= ax <= len(shape):
+        raise Unsupported(
+            f"axis {ax} is out of bounds for the result of dimension {len(shape) + 1}"
+        )
+    ax %= len(shape) + 1
     if all(not i.shape for i in items):
         return A.pack(items)
     expanded = [A.reshape(i, (*i.shape[:ax], 1, *i.shape[ax:])) for i in items]
@@ -479,7 +494,17 @@ def _logical(op: str) -> Builder:
     return build
 
 
+def _logical_binary(combine: Callable[[Node, Node], Node]) -> Builder:
+    def build(a: Value, b: Value) -> Node:
+        return combine(B.truth(array(a)), B.truth(array(b)))
+
+    return build
+
+
 _NUMPY: dict[str, Builder] = {
+    "logical_and": _logical_binary(B.logical_and),
+    "logical_or": _logical_binary(B.logical_or),
+    "logical_not": lambda a: B.logical_not(B.truth(array(a))),
     "sum": _reduction("sum"),
     "prod": _reduction("prod"),
     "max": _reduction("amax"),
@@ -574,9 +599,9 @@ def attribute(x: Node, name: str) -> Value:
 def index(x: Node, key: Value) -> Node:
     """``x[key]`` for integers, slices, ``None`` and ``...`` (basic indexing)."""
     items = list(key) if isinstance(key, tuple) else [key]
-    if any(isinstance(i, Node) and i.shape for i in items):
+    if any((isinstance(i, Node) and i.shape) or isinstance(i, tuple) for i in items):
         raise Unsupported(
-            "indexing with an array (fancy indexing) is not supported",
+            "indexing with an array or a list (fancy indexing) is not supported",
             "use slices, or np.where for masks",
         )
     n_real = sum(
@@ -605,25 +630,34 @@ def index(x: Node, key: Value) -> Node:
             continue
         n = x.shape[axis]
         if isinstance(item, Static) and isinstance(item.obj, SliceValue):
-            spec.append(_slice(item.obj, n))
+            spec.append(_slice(item.obj, n, axis))
         elif isinstance(item, Node) and not item.shape and item.dtype == "int64":
-            spec.append(("int", _position(item, n)))
+            spec.append(("int", _position(item, n, axis)))
         else:
             raise Unsupported("array indices must be integers, slices, None or `...`")
         axis += 1
     return A.getitem(x, tuple(spec))
 
 
-def _position(item: Node, n: Length) -> Length:
+def _position(item: Node, n: Length, axis: int) -> Length:
     i = length(item, "an index")
-    if isinstance(i, int):
-        if isinstance(n, int) and not -n <= i < n:
-            raise Unsupported(f"index {i} is out of bounds for axis with size {n}")
-        return S.add(n, i) if i < 0 else i
+    what = (
+        f"index {S.format_dim(i)} is out of bounds for axis {axis} with size "
+        f"{S.format_dim(n)}"
+    )
+    if isinstance(i, int) and isinstance(n, int):
+        if not -n <= i < n:
+            raise Unsupported(what)
+        return n + i if i < 0 else i
+    if isinstance(i, int) and i < 0:
+        S.require_less(-1, S.add(n, i), what)  # checked when the kernel runs
+        return S.add(n, i)
+    S.require_less(-1, i, what)
+    S.require_less(i, n, what)
     return i
 
 
-def _slice(sl: SliceValue, n: Length) -> tuple[Any, ...]:
+def _slice(sl: SliceValue, n: Length, axis: int) -> tuple[Any, ...]:
     step = 1 if _none(sl.step) else static_int(sl.step, "a slice step")  # type: ignore[arg-type]
     if step == 0:
         raise Unsupported("slice step cannot be zero")
@@ -632,10 +666,22 @@ def _slice(sl: SliceValue, n: Length) -> tuple[Any, ...]:
         if _none(v):
             return default
         d = length(v, "a slice bound")  # type: ignore[arg-type]
+        given = S.format_dim(d)
         if isinstance(d, int) and d < 0:
             d = S.add(n, d)
         if isinstance(d, int) and isinstance(n, int):
-            d = max(-1 if step < 0 else 0, min(d, n - (1 if step < 0 else 0)))
+            # NumPy clips bounds to the array
+            return max(-1 if step < 0 else 0, min(d, n - (1 if step < 0 else 0)))
+        if given in ("0", "1", "-1"):
+            return d  # in the array unless it is empty (then the slice is too)
+        # A length known only when the kernel runs: the bound must lie in the
+        # array (NumPy would clip it; the kernel checks instead of clipping).
+        what = (
+            f"slice bound {given} is outside axis {axis} of length "
+            f"{S.format_dim(n)}; symdiff needs slice bounds within the array"
+        )
+        S.require_less(-1, d, what)
+        S.require_less(d, S.add(n, 1), what)
         return d
 
     if step > 0:
@@ -647,9 +693,7 @@ def _slice(sl: SliceValue, n: Length) -> tuple[Any, ...]:
         stop = bound(sl.stop, -1)
         size = S.cdiv(S.sub(start, stop), -step)
     if isinstance(size, int) and size < 0:
-        size = 0
-    if size == 0:
-        raise Unsupported("this slice is empty", "")
+        size = 0  # an empty slice, as in NumPy
     return ("slice", start, size, step)
 
 

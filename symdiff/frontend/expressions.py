@@ -298,6 +298,18 @@ class ExpressionLowering:
             left = AR.array(values[0], "the left operand of `@`")
             right = AR.array(values[1], "the right operand of `@`")
             return A.dot(left, right)
+        if isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+            left, right = values
+            if (
+                isinstance(left, Node)
+                and isinstance(right, Node)
+                and left.dtype == right.dtype == "bool"
+            ):
+                # masks: (x > a) & (x < b), element-wise on arrays
+                combine = (
+                    B.logical_and if isinstance(node.op, ast.BitAnd) else B.logical_or
+                )
+                return combine(left, right)
         if build is None:
             symbol = _OP_SYMBOLS.get(type(node.op), type(node.op).__name__)
             hint = "use `*` for scalars" if symbol == "@" else ""
@@ -391,7 +403,15 @@ class ExpressionLowering:
     ) -> Value:
         base, index = values
         if isinstance(base, Node) and base.shape:
+            if isinstance(node.slice, ast.List):
+                index = (index,)  # x[[0, 2]]: a list of positions, not x[0, 2]
             return AR.index(base, index)
+        if isinstance(base, Node):
+            return self.error(
+                node,
+                "a number cannot be indexed",
+                "index the array before reducing it, or drop the index",
+            )
         if not isinstance(base, tuple):
             return self.error(
                 node,
@@ -472,6 +492,23 @@ class ExpressionLowering:
                 self.scalar(a, v, f"argument {i + 1} of `{name}`")
                 for i, (a, v) in enumerate(zip(node.args, args, strict=True))
             ]
+            if obj in (
+                builtins.float,
+                builtins.max,
+                builtins.min,
+                builtins.pow,
+            ) and any(n.shape for n in nodes):
+                return self.error(
+                    node,
+                    f"`{name}` of an array is not defined element-wise",
+                    {
+                        builtins.float: "use the array itself (it is float64), or "
+                        "reduce it first: float(np.sum(x))",
+                        builtins.max: "use np.maximum(a, b) element-wise, or np.max(x)",
+                        builtins.min: "use np.minimum(a, b) element-wise, or np.min(x)",
+                        builtins.pow: "use a ** b",
+                    }[obj],
+                )
             if any(n is self.poison for n in nodes):
                 return self.poison
             return entry.build(*nodes)

@@ -408,6 +408,4 @@ def trace(fn: types.FunctionType, dtypes: tuple[str, ...]) -> Traced:
     if not same:
         return traced
     again = Lowerer().trace(fn, dtypes, same)
-    return dataclasses.replace(
-        again, checks=traced.checks + tuple(c for c in again.checks if c.kind != "eq")
-    )
+    return dataclasses.replace(again, checks=traced.checks)

@@ -154,21 +154,24 @@ def format_dim(d: Length, names: Callable[[int], str] | None = None) -> str:
     def name(i: int) -> str:
         return names(i) if names is not None else f"p{i}"
 
+    def paren(text: str) -> str:
+        return f"({text})" if " " in text else text
+
     def atom_text(a: Atom) -> str:
         if a[0] == "shape":
             return f"{name(a[1])}.shape[{a[2]}]"
         if a[0] == "value":
             return name(a[1])
-        inner = format_dim(a[1], names)
+        inner = paren(format_dim(a[1], names))
         if a[0] == "div":
-            return f"({inner}) // ({format_dim(a[2], names)})"
-        return f"-(-({inner}) // {a[2]})"
+            return f"{inner} // {paren(format_dim(a[2], names))}"
+        return f"-(-{inner} // {a[2]})"
 
     out = ""
     for m, c in d.terms:
         factors = [atom_text(a) for a in m]
-        if len(m) > 1:
-            factors = [f if f.isidentifier() or "." in f else f"({f})" for f in factors]
+        if len(m) > 1 or abs(c) != 1:
+            factors = [paren(f) for f in factors]
         body = " * ".join(factors)
         mag = abs(c)
         if not m:
@@ -227,8 +230,9 @@ class Check:
 
 def require_less(a: Length, b: Length, what: str) -> None:
     """Record that ``a < b`` must hold (an index within its axis)."""
-    if isinstance(a, int) and isinstance(b, int):
-        if not a < b:
+    gap = sub(b, a)
+    if isinstance(gap, int):  # decided now (``n - 1 < n + 1``)
+        if gap <= 0:
             raise ShapeMismatch(what)
         return
     if _collectors:

@@ -1,0 +1,167 @@
+"""Second-order transforms and the command line on array functions.
+
+Hessians and Hessian-vector products of corpus functions against HIPS autograd;
+the Rosenbrock Hessian against ``scipy.optimize.rosen_hess``; ``--arg X=f64[3,4]`` on
+the command line, and a compiled module of an array gradient run without symdiff.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import autograd
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import symdiff
+from symdiff.cli import main
+from tests.array_corpus import BY_NAME
+from tests.test_arrays import assert_close, make_args, oracle
+
+HESSIAN_CASES = [
+    "rosenbrock",
+    "quadratic_form",
+    "least_squares",
+    "seed000_block",
+    "softmax_cross_entropy",
+    "mlp_loss",
+]
+
+
+def _cases():
+    names = [n for n in HESSIAN_CASES if n in BY_NAME]
+    assert len(names) >= 4, sorted(BY_NAME)[:20]
+    return names
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_hessian_blocks_match_autograd(name):
+    case = BY_NAME[name]
+    args = make_args(case)
+    argnums = case.diff_argnums[:2]
+    got = symdiff.hessian(case.fn, argnums=argnums, target="python")(*args)
+    for r, i in enumerate(argnums):
+        for c, j in enumerate(argnums):
+            want = autograd.jacobian(autograd.grad(oracle(case), i), j)(*args)
+            assert_close(got[r][c], np.asarray(want, float), f"H[{i}][{j}] of {name}")
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_hvp_matches_autograd(name):
+    case = BY_NAME[name]
+    args = make_args(case)
+    rng = np.random.default_rng(3)
+    # a direction in the differentiated arguments only (data gets zero)
+    vs = tuple(
+        (rng.normal(size=np.shape(a)) if np.ndim(a) else rng.normal())
+        if k in case.diff_argnums
+        else np.zeros(np.shape(a)) if np.ndim(a) else 0.0
+        for k, a in enumerate(args)
+    )
+    got = symdiff.hvp(case.fn, args, vs, target="python")
+    for i in case.diff_argnums:
+        want = sum(
+            np.tensordot(
+                np.asarray(
+                    autograd.jacobian(autograd.grad(oracle(case), i), j)(*args), float
+                ),
+                vs[j],
+                axes=np.ndim(vs[j]),
+            )
+            for j in case.diff_argnums
+        )
+        assert_close(got[i], want, f"hvp of {name}, argument {i}")
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_rosenbrock_hessian_is_scipys(target):
+    from scipy.optimize import rosen_hess
+
+    x = np.random.default_rng(0).uniform(-1.5, 1.5, 9)
+    got = symdiff.hessian(rosenbrock, target=target)(x)
+    assert got.shape == (9, 9)
+    assert np.max(np.abs(got - rosen_hess(x))) <= 1e-12 * np.max(np.abs(got))
+
+
+# -- the command line ---------------------------------------------------------------
+MODEL = textwrap.dedent(
+    """
+    import numpy as np
+
+
+    def loss(W, b, X):
+        H = np.tanh(X @ W + b)
+        return np.sum(H ** 2)
+    """
+)
+ARRAYS = "W=f64[4,3],b=f64[3],X=f64[5,4]"
+
+
+@pytest.fixture
+def model(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    return path
+
+
+def cli(*args, code=0):
+    result = CliRunner().invoke(main, list(args), prog_name="symdiff")
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    return result
+
+
+def test_cli_grad_of_arrays(model):
+    out = cli("grad", f"{model}:loss", "--arg", ARRAYS).stdout
+    assert "# signature: (W: float64[:,:], b: float64[:], X: float64[:,:])" in out
+    assert "W_bar = np.dot(X.T, " in out
+    assert "def loss_grad(W, b, X):" in out
+
+
+def test_cli_bad_array_kind(model):
+    result = cli("grad", f"{model}:loss", "--arg", "W=f64[4,x]", code=2)
+    assert (
+        "`W=f64[4,x]`: an array kind is KIND[LENGTHS] with positive integer "
+        "lengths, e.g. f64[3,4]"
+    ) in result.stderr
+
+
+def test_cli_check_says_arrays_are_planned(model):
+    result = cli("check", f"{model}:loss", "--arg", ARRAYS, code=2)
+    assert "check compares scalar derivatives; W, b, X are arrays" in result.stderr
+
+
+def test_cli_compiled_module_of_arrays_runs_without_symdiff(model, tmp_path):
+    out = tmp_path / "loss_grad.py"
+    cli("compile", f"{model}:loss", "--arg", ARRAYS, "--wrt", "W,b", "-o", str(out))
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules["symdiff"] = None  # importing it would fail
+        sys.path.insert(0, {str(tmp_path)!r})
+        import numpy as np
+        import loss_grad
+        rng = np.random.default_rng(0)
+        W, b, X = rng.normal(size=(4, 3)), rng.normal(size=3), rng.normal(size=(7, 4))
+        value, (gW, gb) = loss_grad.value_and_grad(W, b, X)
+        np.save({str(tmp_path / "g.npy")!r}, np.concatenate([gW.ravel(), gb, [value]]))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+    rng = np.random.default_rng(0)
+    W, b, X = rng.normal(size=(4, 3)), rng.normal(size=3), rng.normal(size=(7, 4))
+    ns: dict = {}
+    exec(compile(MODEL, str(model), "exec"), ns)
+    value, (gW, gb) = symdiff.value_and_grad(
+        ns["loss"], argnums=(0, 1), target="python"
+    )(W, b, X)
+    got = np.load(tmp_path / "g.npy")
+    assert np.allclose(got, np.concatenate([gW.ravel(), gb, [value]]), rtol=1e-12)
