@@ -164,40 +164,38 @@ class ArrayKernel:
                 self.kinds[a] = "elementwise"
 
     def _scatter_sums(self) -> None:
-        """``scatter(a) + scatter(b) + ...`` (the adjoint of ``x[1:]`` and ``x[:-1]``
-        both used) is one zeroed buffer that each scatter adds into: no buffer per
-        term and no pass to add them."""
-        for n in self.order:
-            if n.op != "add" or not n.shape or n.dtype != "float64":
+        """A sum whose terms include scatters (``x[1:]`` and ``x[:-1]`` both used:
+        their adjoints land in shifted parts of ``x_bar``) is one zeroed buffer that
+        every term adds into, each from its own loop: no buffer per term and no pass
+        to add them up.  Other same-shape terms of the sum add into it too."""
+        absorbed: set[Node] = set()
+        for n in reversed(self.order):
+            if n.op != "add" or not n.shape or n.dtype != "float64" or n in absorbed:
                 continue
             leaves: list[Node] = []
+            inner: list[Node] = []
             stack = list(n.args)
             ok = True
             while stack and ok:
                 a = stack.pop()
-                single = len(self.consumers.get(a, [])) == 1
-                if a.op == "scatter" and a.shape == n.shape and single:
+                single = len(self.consumers.get(a, [])) == 1 and a not in self.outputs
+                if not single or a.shape != n.shape or a.dtype != n.dtype:
+                    ok = False
+                elif a.op == "add" and self.kinds.get(a) == "elementwise":
+                    inner.append(a)
+                    stack.extend(a.args)
+                elif a.op == "scatter" or self.kinds.get(a) == "elementwise":
                     leaves.append(a)
-                elif a.op == "add" and a.shape == n.shape and single and a in self.into:
-                    leaves.extend(s for s, t in self.into.items() if t is a)
                 else:
                     ok = False
-            if ok and leaves:
-                for leaf in leaves:
-                    self.into[leaf] = n
-                self.kinds[n] = "scatter_sum"
-        # inner adds of a chain are absorbed by the outermost one
-        for leaf, target in list(self.into.items()):
-            while (
-                self.kinds.get(target) == "scatter_sum"
-                and len(self.consumers.get(target, [])) == 1
-                and self.consumers[target][0] in self.into.values()
-            ):
-                target = self.consumers[target][0]
-            self.into[leaf] = target
-        for n in list(self.kinds):
-            if self.kinds[n] == "scatter_sum" and n not in self.into.values():
-                self.kinds[n] = "absorbed"
+            if not ok or not any(a.op == "scatter" for a in leaves):
+                continue
+            for leaf in leaves:
+                self.into[leaf] = n
+            for a in inner:
+                self.kinds[a] = "absorbed"
+                absorbed.add(a)
+            self.kinds[n] = "scatter_sum"
 
     def _sources(self, node: Node) -> list[Node]:
         """What reading ``node`` at some position really reads (through views)."""
@@ -299,6 +297,8 @@ class ArrayKernel:
                 continue
             if k != "elementwise":
                 continue
+            if n in self.into:
+                continue  # added into its sum's buffer where it is computed
             g = self.group_of[n]
             uses = self.consumers.get(n, [])
             local = n not in outputs and all(
@@ -528,15 +528,16 @@ class ArrayKernel:
         for m in g.members:
             k = self.kinds[m]
             dt = _DTYPE_ARG[m.dtype]
+            if m in self.into and self.into[m] not in self.names:
+                target = self.into[m]
+                shape = self.shape_text(target.shape)
+                lines.append(f"{ind}{self._name(target)} = np.zeros({shape})")
             if k == "elementwise" and m in self.stored:
                 lines.append(
                     f"{ind}{self._name(m)} = np.empty({self.shape_text(m.shape)}{dt})"
                 )
             elif k == "scatter" and m in self.into:
-                target = self.into[m]
-                if target not in self.names:
-                    shape = self.shape_text(target.shape)
-                    lines.append(f"{ind}{self._name(target)} = np.zeros({shape})")
+                pass  # allocated above
             elif k == "scatter":
                 lines.append(
                     f"{ind}{self._name(m)} = np.zeros({self.shape_text(m.shape)}{dt})"
@@ -606,6 +607,11 @@ class ArrayKernel:
                     lines.append(f"{inner}{self.names[m]}[{spot}] = {value}")
                 continue
             if m in self.inlined:
+                continue
+            if m in self.into:
+                text = printer.definition(m, names)[0]
+                target = self.names[self.into[m]]
+                lines.append(f"{inner}{target}[{', '.join(idx)}] += {text}")
                 continue
             if m.op in VIEWS or m.op == "reshape":
                 src, at = self._through(m, list(idx))
