@@ -146,6 +146,7 @@ class ArrayKernel:
         self.group_of: dict[Node, Group] = {}
         self._plan()
         self._decide_storage()
+        self._liveness()
 
     # -- planning ---------------------------------------------------------------------
     def _needs_arrays(self) -> None:
@@ -314,6 +315,51 @@ class ArrayKernel:
                 if small <= MAX_INLINE and n.op not in VIEWS and n.op != "reshape":
                     self.inlined.add(n)
                     size[n] = small
+
+    def _liveness(self) -> None:
+        """The last unit that reads each stored array (seed 002 section 4.2: a
+        forward value's buffer is free once nothing needs it), so that a later
+        array of the same shape and dtype is written into it instead of a new
+        allocation.  Views keep their source alive; outputs are never freed."""
+        self.last_use: dict[Node, int] = {}
+        for k, unit in enumerate(self.units):
+            members = self._unit_nodes(unit)
+            for m in members:
+                for a in m.args:
+                    for src in self._sources(a):
+                        self.last_use[src] = max(self.last_use.get(src, -1), k)
+        for n in reversed(self.order):  # a reshape view extends its source's life
+            if n.op == "reshape" and self.kinds.get(n) == "statement":
+                for src in self._sources(n.args[0]):
+                    self.last_use[src] = max(
+                        self.last_use.get(src, -1), self.last_use.get(n, 1 << 30)
+                    )
+        for o in self.outputs:
+            for src in self._sources(o) if self.kinds.get(o) == "view" else [o]:
+                self.last_use[src] = 1 << 30
+        self.free: dict[tuple[str, str], list[tuple[int, Node]]] = {}
+        self.reused = 0
+
+    def _buffer(self, m: Node, unit: int, ind: str) -> str:
+        """The allocation of ``m``'s array: a dead buffer of its shape, or new."""
+        shape, dt = self.shape_text(m.shape), _DTYPE_ARG[m.dtype]
+        pool = self.free.get((shape, m.dtype), [])
+        for k, (dead_after, owner) in enumerate(pool):
+            if dead_after < unit:
+                del pool[k]
+                self.reused += 1
+                return (
+                    f"{ind}{self._name(m)} = {self.names[owner]}"
+                    f"  # {self.names[owner]} is dead: reuse its memory"
+                )
+        return f"{ind}{self._name(m)} = np.empty({shape}{dt})"
+
+    def _release(self, m: Node) -> None:
+        """``m``'s buffer may be taken once its last reader has run."""
+        last = self.last_use.get(m, 1 << 30)
+        if last < 1 << 30:
+            key = (self.shape_text(m.shape), m.dtype)
+            self.free.setdefault(key, []).append((last, m))
 
     # -- printing ---------------------------------------------------------------------
     def dim(self, d: Length) -> str:
@@ -533,9 +579,8 @@ class ArrayKernel:
                 shape = self.shape_text(target.shape)
                 lines.append(f"{ind}{self._name(target)} = np.zeros({shape})")
             if k == "elementwise" and m in self.stored:
-                lines.append(
-                    f"{ind}{self._name(m)} = np.empty({self.shape_text(m.shape)}{dt})"
-                )
+                lines.append(self._buffer(m, g.position, ind))
+                self._release(m)
             elif k == "scatter" and m in self.into:
                 pass  # allocated above
             elif k == "scatter":
