@@ -165,3 +165,35 @@ def test_cli_compiled_module_of_arrays_runs_without_symdiff(model, tmp_path):
     )(W, b, X)
     got = np.load(tmp_path / "g.npy")
     assert np.allclose(got, np.concatenate([gW.ravel(), gb, [value]]), rtol=1e-12)
+
+
+# -- jacobian(mode="auto") picks the side with fewer sweeps -----------------------------
+def wave(t):
+    k = np.arange(1000) * 1.0
+    return np.sin(t * k) / (1.0 + k)
+
+
+def energy(x):
+    return np.sum(np.sin(x) ** 2) + np.sum(x[1:] * x[:-1])
+
+
+def test_auto_mode_is_forward_for_one_input_and_many_outputs():
+    jac = symdiff.jacobian(wave, target="python")
+    got = jac(0.3)
+    assert jac.mode == "forward"  # one jvp sweep, not 1000 vjp sweeps
+    k = np.arange(1000.0)
+    assert np.allclose(got, np.cos(0.3 * k) * k / (1.0 + k), rtol=1e-13, atol=1e-15)
+    reverse = symdiff.jacobian(wave, mode="reverse", target="python")
+    assert np.allclose(reverse(0.3), got, rtol=1e-13, atol=1e-15)
+    assert reverse.mode == "reverse"
+
+
+def test_auto_mode_is_reverse_for_many_inputs_and_one_output():
+    x = np.random.default_rng(0).normal(size=1000)
+    jac = symdiff.jacobian(energy, target="python")
+    got = jac(x)
+    assert jac.mode == "reverse"  # one vjp sweep, not 1000 jvp sweeps
+    want = 2 * np.sin(x) * np.cos(x) + np.r_[x[1:], 0.0] + np.r_[0.0, x[:-1]]
+    assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
+    forward = symdiff.jacobian(energy, mode="forward", target="python")
+    assert np.allclose(forward(x), got, rtol=1e-13, atol=1e-13)
