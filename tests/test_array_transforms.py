@@ -7,6 +7,7 @@ the command line, and a compiled module of an array gradient run without symdiff
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -58,7 +59,9 @@ def test_hvp_matches_autograd(name):
     vs = tuple(
         (rng.normal(size=np.shape(a)) if np.ndim(a) else rng.normal())
         if k in case.diff_argnums
-        else np.zeros(np.shape(a)) if np.ndim(a) else 0.0
+        else np.zeros(np.shape(a))
+        if np.ndim(a)
+        else 0.0
         for k, a in enumerate(args)
     )
     got = symdiff.hvp(case.fn, args, vs, target="python")
@@ -134,9 +137,38 @@ def test_cli_bad_array_kind(model):
     ) in result.stderr
 
 
-def test_cli_check_says_arrays_are_planned(model):
-    result = cli("check", f"{model}:loss", "--arg", ARRAYS, code=2)
-    assert "check compares scalar derivatives; W, b, X are arrays" in result.stderr
+def test_cli_check_of_arrays_at_random_points(model):
+    result = cli(
+        "check", f"{model}:loss", "--arg", ARRAYS, "--wrt", "W,b", "--samples", "2"
+    )
+    rows = [line for line in result.stdout.splitlines() if line.endswith("  ok")]
+    assert len(rows) == 2 * (12 + 3)  # every element of W and b, at both points
+    assert any("  W[3,2]  " in row for row in rows)
+    assert "ok: 30 of 30 partial derivatives at 2 points agree" in result.stdout
+
+
+def test_cli_check_of_arrays_written_at_the_point(model):
+    at = "W=[[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3]],b=[0,0.1,0.2]"
+    result = cli(
+        "check",
+        f"{model}:loss",
+        "--at",
+        at + ",X=[[1,2,3,4],[0,1,0,1]]",
+        "--wrt",
+        "b",
+        "--json",
+    )
+    payload = json.loads(result.stdout)
+    assert payload["ok"] and payload["kinds"]["X"] == "float64[2,4]"
+    assert [r["arg"] for r in payload["rows"]] == ["b[0]", "b[1]", "b[2]"]
+    assert payload["rows"][0]["point"]["b"] == [0.0, 0.1, 0.2]
+
+
+def test_cli_check_of_arrays_that_do_not_fit(model):
+    at = "W=[[0.1,0.2,0.3]],b=[0,0.1,0.2],X=[[1,2,3,4],[0,1,0,1]]"
+    result = cli("check", f"{model}:loss", "--at", at, "--wrt", "b", code=1)
+    assert "the arguments do not fit `loss`: " in result.stderr
+    assert "model.py:6:" in result.stderr and "(got 4 and 1)" in result.stderr
 
 
 def test_cli_compiled_module_of_arrays_runs_without_symdiff(model, tmp_path):
@@ -197,3 +229,23 @@ def test_auto_mode_is_reverse_for_many_inputs_and_one_output():
     assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
     forward = symdiff.jacobian(energy, mode="forward", target="python")
     assert np.allclose(forward(x), got, rtol=1e-13, atol=1e-13)
+
+
+def test_cli_grad_at_an_array_point(model):
+    at = "W=[[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3]],b=[0,0.1,0.2]"
+    result = cli(
+        "grad",
+        f"{model}:loss",
+        "--at",
+        at + ",X=[[1,2,3,4],[0,1,0,1]]",
+        "--wrt",
+        "b",
+        "--json",
+    )
+    (got,) = json.loads(result.stdout)["results"]
+    W = np.full((4, 3), [0.1, 0.2, 0.3])
+    b = np.array([0.0, 0.1, 0.2])
+    X = np.array([[1.0, 2, 3, 4], [0, 1, 0, 1]])
+    H = np.tanh(X @ W + b)
+    assert np.allclose(got["values"]["b_bar"], (2 * H * (1 - H**2)).sum(0), rtol=1e-13)
+    assert got["at"]["X"] == X.tolist()

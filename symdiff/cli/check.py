@@ -23,10 +23,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import click
+import numpy as np
 
 import symdiff
 from symdiff.cli.derivatives import kind_options, target_argument, wrt_option
-from symdiff.cli.kinds import BOOL, INT, describe, select_kernel
+from symdiff.cli.kinds import (
+    BOOL,
+    FLOAT,
+    INT,
+    array_shape,
+    describe,
+    is_array,
+    select_kernel,
+)
 from symdiff.cli.report import json_option, reports_errors, table, write_json
 from symdiff.cli.target import (
     Failure,
@@ -38,6 +47,7 @@ from symdiff.cli.target import (
     parse_domains,
     parse_point,
     parse_wrt,
+    point_json,
 )
 
 DEFAULT_DOMAIN = (-2.0, 2.0)
@@ -71,16 +81,27 @@ class Difference:
 
 
 def central_difference(
-    fn: Callable[..., Any], point: Sequence[Value], i: int, step: float
+    fn: Callable[..., Any],
+    point: Sequence[Value],
+    i: int,
+    step: float,
+    element: tuple[int, ...] | None = None,
 ) -> Difference:
-    """d fn / d arg_i at ``point``: fourth-order central differences with steps
-    ``h`` and ``h/2``, Richardson-extrapolated (sixth order).  An int argument
-    is differentiated as a real number: ``fn`` gets floats near it."""
-    h = step * max(MIN_SCALE, abs(point[i]))
+    """d fn / d arg_i at ``point`` (d fn / d arg_i[element] for an array):
+    fourth-order central differences with steps ``h`` and ``h/2``,
+    Richardson-extrapolated (sixth order).  An int argument is differentiated as a
+    real number: ``fn`` gets floats near it."""
+    x0 = point[i] if element is None else point[i][element]  # type: ignore[index]
+    h = step * max(MIN_SCALE, abs(x0))
 
     def at(offset: float) -> float:
         args = list(point)
-        args[i] = point[i] + offset
+        if element is None:
+            args[i] = point[i] + offset
+        else:
+            moved = np.array(point[i], dtype=np.float64)
+            moved[element] += offset
+            args[i] = moved
         return float(fn(*args))
 
     def stencil(h: float) -> float:
@@ -123,13 +144,6 @@ class Checker:
         step: float,
         kinds: Sequence[str],
     ):
-        arrays = [p for p, k in zip(target.params, kinds, strict=True) if "[" in k]
-        if arrays:
-            raise click.UsageError(
-                f"check compares scalar derivatives; {', '.join(arrays)} "
-                f"{'is an array' if len(arrays) == 1 else 'are arrays'} (array "
-                "checks are planned): use `symdiff grad` to see the array gradient"
-            )
         self.target = target
         self.argnums = argnums
         self.step = step
@@ -140,15 +154,25 @@ class Checker:
         select_kernel(self.gradient, self.kinds)
 
     def rows(self, point: tuple[Value, ...], rtol: float, atol: float) -> list[Row]:
-        """One row per argument; raises whatever the user's function raises."""
-        exact = [float(g) for g in self.gradient(*point)]
+        """One row per scalar argument, and per checked element of an array
+        argument (all of them up to ``MAX_ELEMENTS``, else that many spread evenly);
+        raises whatever the user's function raises."""
+        grads = self.gradient(*point)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
         fn = self.target.fn
-        approx = [central_difference(fn, point, i, self.step) for i in self.argnums]
-        names = [self.target.params[i] for i in self.argnums]
-        return [
-            compare(point, name, e, a, rtol, atol)
-            for name, e, a in zip(names, exact, approx, strict=True)
-        ]
+        out = []
+        for i, g in zip(self.argnums, grads, strict=True):
+            name = self.target.params[i]
+            if np.ndim(g) == 0:
+                approx = central_difference(fn, point, i, self.step)
+                out.append(compare(point, name, float(g), approx, rtol, atol))
+                continue
+            for e in _elements(np.shape(g)):
+                approx = central_difference(fn, point, i, self.step, e)
+                label = f"{name}[{','.join(map(str, e))}]"
+                out.append(compare(point, label, float(g[e]), approx, rtol, atol))
+        return out
 
     def defined(self, point: tuple[Value, ...]) -> bool:
         """The function and its gradient are finite here (for random points)."""
@@ -156,13 +180,35 @@ class Checker:
             value = float(self.target.fn(*point))
         except (ArithmeticError, ValueError, TypeError):
             return False
-        grads = [float(g) for g in self.gradient(*point)]
-        return math.isfinite(value) and all(math.isfinite(g) for g in grads)
+        grads = self.gradient(*point)
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        return math.isfinite(value) and all(bool(np.all(np.isfinite(g))) for g in grads)
+
+
+#: The most elements of one array argument that a point checks (evenly spread).
+MAX_ELEMENTS = 24
+
+
+def _elements(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    size = int(np.prod(shape))
+    picks = (
+        range(size)
+        if size <= MAX_ELEMENTS
+        else np.linspace(0, size - 1, MAX_ELEMENTS).astype(int)
+    )
+    return [tuple(int(k) for k in np.unravel_index(p, shape)) for p in picks]
 
 
 def _draw(rng: random.Random, kind: str, domain: tuple[float, float] | None) -> Value:
     """A random value of a parameter: uniform in its domain, an integer in it for
-    an int64 parameter, true or false for a bool."""
+    an int64 parameter, true or false for a bool; an array of such for an array
+    kind."""
+    if is_array(kind):
+        base = kind[: kind.index("[")]
+        shape = array_shape(kind)
+        items = [_draw(rng, base, domain) for _ in range(int(np.prod(shape)))]
+        dtype = {FLOAT: np.float64, INT: np.int64, BOOL: np.bool_}[base]
+        return np.array(items, dtype=dtype).reshape(shape)
     if kind == BOOL or domain is None:
         return rng.random() < 0.5
     if kind == INT:
@@ -209,6 +255,10 @@ def _rows_at(
     for point in points:
         try:
             rows += checker.rows(point, rtol, atol)
+        except symdiff.ShapeError as exc:
+            raise Failure(
+                f"the arguments do not fit `{checker.target.name}`: {exc}"
+            ) from None
         except (ArithmeticError, ValueError, TypeError) as exc:
             where = format_point(checker.target.params, point)
             raise Failure(
@@ -250,7 +300,8 @@ def _report_text(params: Sequence[str], rows: Sequence[Row]) -> str:
     multiple=True,
     help="A point to check, x=1.0,y=2.0 (or 1.0,2.0); repeat for several. "
     "Default: random points.  Values of i64 parameters are integers, of bool "
-    "ones true or false.",
+    "ones true or false; an array is written as nested lists, X=[[1,2],[3,4]] "
+    "(its kind and shape follow).",
 )
 @click.option(
     "--samples",
@@ -402,7 +453,9 @@ def _payload(
         "skipped_points": skipped,
         "rows": [
             {
-                "point": dict(zip(spec.params, r.point, strict=True)),
+                "point": {
+                    p: point_json(v) for p, v in zip(spec.params, r.point, strict=True)
+                },
                 "arg": r.arg,
                 "symdiff": r.symdiff,
                 "finite_diff": r.finite_diff,

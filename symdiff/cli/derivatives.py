@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
+import numpy as np
 
 import symdiff
 from symdiff.cli.kinds import (
@@ -41,6 +42,7 @@ from symdiff.cli.target import (
     load_target,
     parse_point,
     parse_wrt,
+    point_json,
     wrt_names,
 )
 from symdiff.compiled import Compiled
@@ -70,7 +72,8 @@ at_option = click.option(
     multiple=True,
     help="Evaluate at x=1.0,y=2.0 (or 1.0,2.0) instead of printing the kernel; "
     "repeat for several points.  Values of i64 parameters are integers, of bool "
-    "ones true or false.",
+    "ones true or false; an array is written as nested lists, X=[[1,2],[3,4]] "
+    "(its kind and shape follow).",
 )
 
 
@@ -96,10 +99,15 @@ def _evaluate(
     for point in points:
         # The API picks the kernel by the arguments' types: ints and bools for
         # i64 and bool parameters give the kernel that was built for them.
-        values = [float(v) for v in flat(compiled(*point))]
+        values = [
+            v.tolist() if isinstance(v, np.ndarray) else float(v)
+            for v in flat(compiled(*point))
+        ]
         results.append(
             {
-                "at": dict(zip(target.params, point, strict=True)),
+                "at": {
+                    p: point_json(v) for p, v in zip(target.params, point, strict=True)
+                },
                 "values": dict(zip(names, values, strict=True)),
             }
         )
@@ -132,11 +140,17 @@ def show(
             payload["results"] = results
         write_json(payload)
     elif results is not None:
-        for result in results:
-            point = format_point(target.params, list(result["at"].values()))
-            click.echo(f"{kind} of `{target.name}` at {point}:")
+        for point, result in zip(parsed, results, strict=True):
+            where = format_point(target.params, point)
+            click.echo(f"{kind} of `{target.name}` at {where}:")
             for name, value in result["values"].items():
-                click.echo(f"  {name} = {number(value)}")
+                if isinstance(value, list):
+                    text = np.array2string(
+                        np.asarray(value), precision=8, separator=", ", threshold=50
+                    )
+                    click.echo(f"  {name} = " + text.replace("\n", "\n    "))
+                else:
+                    click.echo(f"  {name} = {number(value)}")
     elif emit == "source":
         source = kernel.source
         if is_typed(kinds):

@@ -154,6 +154,36 @@ def _close(name: str, params: Sequence[str]) -> str:
 
 
 # -- values -------------------------------------------------------------------------
+def array_literal(raw: str, name: str, option: str) -> Any:
+    """``[1, 2, 3]`` or ``[[1, 2], [3, 4]]`` as a float64 array."""
+    import ast
+
+    import numpy as np
+
+    try:
+        value = np.array(ast.literal_eval(raw.strip()), dtype=np.float64)
+    except (ValueError, SyntaxError, TypeError):
+        raise click.BadParameter(
+            f"`{name}={raw.strip()}`: not an array of numbers (write nested lists, "
+            "e.g. [[1, 2], [3, 4]])",
+            param_hint=f"'{option}'",
+        ) from None
+    if value.ndim == 0 or value.size == 0:
+        raise click.BadParameter(
+            f"`{name}={raw.strip()}`: an array needs at least one element",
+            param_hint=f"'{option}'",
+        )
+    return value
+
+
+def literal_array_kind(raw: str, name: str) -> str | None:
+    """The array kind of a bracketed ``--at`` value (``f64[2,2]``), else None."""
+    if not raw.strip().startswith("["):
+        return None
+    shape = array_literal(raw, name, "--at").shape
+    return f"{FLOAT}[{','.join(map(str, shape))}]"
+
+
 def literal_kind(raw: str) -> str:
     """What ``--infer-kinds`` makes of one ``--at`` value."""
     text = raw.strip()
@@ -183,9 +213,17 @@ def infer(target: Target, points: Sequence[Mapping[str, str]]) -> dict[str, str]
     return kinds
 
 
-def parse_value(raw: str, kind: str, name: str, option: str) -> float | int | bool:
+def parse_value(raw: str, kind: str, name: str, option: str) -> Any:
     """One ``--at`` value as a Python float, int or bool, by the parameter's kind."""
     text = raw.strip()
+    if is_array(kind):
+        value = array_literal(text, name, option)
+        if value.shape != array_shape(kind):
+            raise click.BadParameter(
+                f"`{name}` has shape {value.shape}, but its kind is {short(kind)}",
+                param_hint=f"'{option}'",
+            )
+        return value  # type: ignore[no-any-return]
     if kind == INT:
         if _INT_LITERAL.match(text):
             return int(text)
@@ -212,7 +250,19 @@ def parse_value(raw: str, kind: str, name: str, option: str) -> float | int | bo
         ) from None
 
 
-def format_value(value: float | int | bool) -> str:
+def format_value(value: Any) -> str:
+    if hasattr(value, "shape") and getattr(value, "ndim", 0):
+        import numpy as np
+
+        text = np.array2string(
+            value,
+            precision=3,
+            separator=",",
+            threshold=4,
+            edgeitems=1,
+            max_line_width=10**6,
+        )
+        return text.replace(" ", "").replace("\n", "")
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):

@@ -33,8 +33,10 @@ from symdiff.cli.kinds import (
     INT,
     format_value,
     infer,
+    literal_array_kind,
     parse_kinds,
     parse_value,
+    split_items,
 )
 from symdiff.compiled import Compiled
 
@@ -298,7 +300,7 @@ def point_items(target: Target, text: str) -> dict[str, str]:
     """``--at x=1,y=2`` (or ``--at 1,2``, in parameter order) as ``{name: text}``,
     every parameter given once."""
     params = target.params
-    items = [part.strip() for part in text.split(",") if part.strip()]
+    items = [part for part in split_items(text) if part]
     values: dict[str, str] = {}
     for k, item in enumerate(items):
         name, eq, raw = item.partition("=")
@@ -332,9 +334,15 @@ def argument_kinds(
     """Each parameter's kind: from ``--arg``, else (with ``--infer-kinds``) from
     the ``--at`` values, else float64."""
     declared = parse_kinds(target, arg_texts)
-    inferred = (
-        infer(target, [point_items(target, t) for t in points]) if infer_kinds else {}
-    )
+    items = [point_items(target, t) for t in points]
+    inferred = infer(target, items) if infer_kinds else {}
+    # an array written out at --at ([1, 2, 3]) is an array, with or without
+    # --infer-kinds: nothing else can be meant
+    for point in items:
+        for name, raw in point.items():
+            kind = literal_array_kind(raw, name)
+            if kind is not None and name not in declared:
+                inferred[name] = kind
     return tuple(declared.get(p) or inferred.get(p) or FLOAT for p in target.params)
 
 
@@ -429,3 +437,8 @@ def format_point(params: Sequence[str], point: Sequence[Value]) -> str:
     return ", ".join(
         f"{p}={format_value(v)}" for p, v in zip(params, point, strict=True)
     )
+
+
+def point_json(value: Any) -> Any:
+    """A point's value for ``--json`` (arrays as nested lists)."""
+    return value.tolist() if hasattr(value, "tolist") else value
