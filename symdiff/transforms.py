@@ -287,9 +287,27 @@ def choose_mode(mode: str, n_in: int, n_out: int) -> str:
     return "forward" if n_in < n_out else "reverse"
 
 
+def _no_array_matrix(
+    traced: Traced, spec: Spec, wrt: list[Node], outs: list[Node]
+) -> None:
+    """Jacobians and Hessians of array functions are computed a sweep at a time
+    (``Compiled``): there is no single kernel for them to plan."""
+    if any(n.shape for n in (*wrt, *outs)):
+        sweep = {"jacobian": "a jvp or vjp", "hessian": "a Hessian-vector product"}
+        raise OutputError(
+            f"the {spec.kind} of `{traced.name}` ({traced.location}) has array "
+            f"arguments or outputs: it is computed one sweep at a time "
+            f"({sweep[spec.kind]} per element), so no single kernel computes it"
+            "\n  help: call symdiff."
+            f"{spec.kind}(...) from Python, or print the sweep's kernel: "
+            f"`symdiff grad` (reverse) or symdiff.jvp / symdiff.hvp"
+        )
+
+
 def plan_jacobian(traced: Traced, spec: Spec) -> Plan:
     outs = _float_outputs(traced, spec)
     wrt = [traced.params[i] for i in spec.wrt]
+    _no_array_matrix(traced, spec, wrt, outs)
     mode = choose_mode(spec.mode, len(wrt), len(outs))
     rows: list[list[Node]] = [[ZERO] * len(wrt) for _ in outs]
     hints = dict(traced.hints)
@@ -328,6 +346,7 @@ def _counting(fn: Callable[[int], Any]) -> Callable[[Any], Any]:
 def plan_hessian(traced: Traced, spec: Spec) -> Plan:
     out, _ = scalar_output(traced, spec)
     wrt = [traced.params[i] for i in spec.wrt]
+    _no_array_matrix(traced, spec, wrt, [out])
     adjoints = vjp_graph([(out, ONE)], wrt)
     hints = dict(traced.hints)
     _name_derivatives(traced, adjoints.table, hints, "_bar")
@@ -361,7 +380,12 @@ def plan_hvp(traced: Traced, spec: Spec) -> Plan:
     names = tuple(f"hvp_{p.attrs[1]}" for p in wrt)
     wrt_names = tuple(str(p.attrs[1]) for p in wrt)
     return Plan(
-        traced.params + vs, products, names, hints, [out], wrt_names,
+        traced.params + vs,
+        products,
+        names,
+        hints,
+        [out],
+        wrt_names,
         checks=tuple(c for _, cs in made for c in cs),
     )
 

@@ -249,3 +249,13 @@ def test_cli_grad_at_an_array_point(model):
     H = np.tanh(X @ W + b)
     assert np.allclose(got["values"]["b_bar"], (2 * H * (1 - H**2)).sum(0), rtol=1e-13)
     assert got["at"]["X"] == X.tolist()
+
+
+@pytest.mark.parametrize(
+    ("command", "sweep"),
+    [("jacobian", "a jvp or vjp per element"), ("hessian", "a Hessian-vector product")],
+)
+def test_cli_matrix_of_arrays_says_there_is_no_single_kernel(model, command, sweep):
+    result = cli(command, f"{model}:loss", "--arg", ARRAYS, "--wrt", "b", code=1)
+    assert f"the {command} of `loss`" in result.stderr
+    assert f"computed one sweep at a time ({sweep}" in result.stderr
