@@ -169,6 +169,18 @@ arguments of a call to them (an int for a float64 is exact, a float for an int64
 is truncated).  This module needs numpy and numba only."""
 
 
+def _needs(text: str, products: bool) -> str:
+    """The docstring's last sentence, with SciPy when a kernel multiplies matrices
+    (Numba's ``np.dot`` calls SciPy's BLAS)."""
+    if not products:
+        return text
+    return text.replace(
+        "numpy and numba only.",
+        "numpy and numba, and\nSciPy for the matrix products (Numba's np.dot uses its "
+        "BLAS).",
+    )
+
+
 def assemble(pieces: list[Piece], origin: Provenance) -> str:
     """The text of the module: header, docstring, merged imports, the kernels."""
     version = symdiff.__version__
@@ -193,7 +205,10 @@ def assemble(pieces: list[Piece], origin: Provenance) -> str:
             version=version,
             listing=listing,
             wrt=", ".join(origin.wrt),
-            arguments=_TYPED if any(p.dtypes for p in pieces) else _FLOATS,
+            arguments=_needs(
+                _TYPED if any(p.dtypes for p in pieces) else _FLOATS,
+                any("np.dot(" in p.definition for p in pieces),
+            ),
         ),
         "",
         *stdlib,
