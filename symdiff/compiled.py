@@ -16,7 +16,7 @@ from symdiff.frontend.source import function_source
 from symdiff.kernel import Kernel, build_kernel
 from symdiff.transforms import PLANNERS, Spec, choose_mode, leaves, rebuild
 
-TARGETS = ("cpu", "python")
+TARGETS = ("cpu", "parallel", "python")
 
 _FLOAT_TYPES = (float, np.float64)
 
@@ -134,7 +134,7 @@ class Compiled:
         if target not in TARGETS:
             raise ArgumentError(
                 f"unknown target {target!r}: choose one of {', '.join(TARGETS)}"
-                " (parallel and cuda are planned)"
+                " (cuda is planned)"
             )
         self._fun = fun
         self._spec = spec
@@ -265,9 +265,14 @@ class Compiled:
                 return inner(*(_cast(v) if i in casts else v for i, v in enumerate(a)))
 
         self._kernels[_key(args)] = fn
-        if not casts and type(self) is Compiled and self._spec.kind not in (
-            "jacobian",
-            "hessian",
+        if (
+            not casts
+            and type(self) is Compiled
+            and self._spec.kind
+            not in (
+                "jacobian",
+                "hessian",
+            )
         ):
             self._install_fast_path(args, fn)
         return fn
@@ -352,7 +357,11 @@ class Compiled:
         wrt = [i % n for i in spec.wrt]
         everything = tuple(range(n))
         build = functools.partial(
-            build_kernel, self._fun, dtypes=dtypes, jit=self._target == "cpu"
+            build_kernel,
+            self._fun,
+            dtypes=dtypes,
+            jit=self._target != "python",
+            parallel=self._target == "parallel",
         )
         kernels: dict[str, Kernel] = {}
 
@@ -419,7 +428,8 @@ class Compiled:
                         self._fun,
                         Spec("hvp", tuple(range(n))),
                         dtypes,
-                        jit=self._target == "cpu",
+                        jit=self._target != "python",
+                        parallel=self._target == "parallel",
                     )
                 )
             self._last = built[0]
@@ -454,7 +464,8 @@ class Compiled:
                 self._fun,
                 self._spec,
                 dtypes,  # type: ignore[arg-type]
-                jit=self._target == "cpu",
+                jit=self._target != "python",
+                parallel=self._target == "parallel",
             )
             self._by_dtypes[dtypes] = kernel
         self._last = kernel

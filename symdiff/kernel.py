@@ -58,7 +58,11 @@ class Kernel:
 
 
 def build_kernel(
-    fun: types.FunctionType, spec: Spec, dtypes: tuple[str, ...], jit: bool = True
+    fun: types.FunctionType,
+    spec: Spec,
+    dtypes: tuple[str, ...],
+    jit: bool = True,
+    parallel: bool = False,
 ) -> Kernel:
     """Trace, differentiate, schedule, print and (lazily) compile one kernel."""
     t0 = time.perf_counter()
@@ -95,6 +99,7 @@ def build_kernel(
             names,
             plan.primal,
             traced.checks + plan.checks,
+            parallel=parallel,
         ).source(
             name,
             plan.returns,
@@ -104,7 +109,7 @@ def build_kernel(
     else:
         source = Printer().function(name, sched, plan.returns, header, sections)
     if jit:
-        python, compiled = compile_kernel(source, name)
+        python, compiled = compile_kernel(source, name, parallel=parallel)
     else:
         python = load_source(source, name)
         compiled = python_kernel(load_source(source, name, ieee_math=True))

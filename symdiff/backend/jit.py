@@ -116,30 +116,37 @@ def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[...
     return fn  # type: ignore[no-any-return]
 
 
-def njit(fn: Callable[..., Any], cache: bool = False) -> Callable[..., Any]:
+def njit(
+    fn: Callable[..., Any], cache: bool = False, parallel: bool = False
+) -> Callable[..., Any]:
     """Wrap ``fn`` with Numba under symdiff's JIT policy (compiled on first call).
 
-    ``cache=True`` keeps the machine code on disk beside ``fn``'s module.
+    ``cache=True`` keeps the machine code on disk beside ``fn``'s module;
+    ``parallel=True`` (target ``"parallel"``) runs its ``numba.prange`` loops on
+    threads.
     """
     import numba  # imported here: `import symdiff` must stay light
 
-    options = dict(NJIT_OPTIONS, cache=cache)
+    options = dict(NJIT_OPTIONS, cache=cache, parallel=parallel)
     return numba.njit(**options)(fn)  # type: ignore[no-any-return]
 
 
-def compile_kernel(source: str, name: str) -> tuple[Callable[..., Any], Any]:
+def compile_kernel(
+    source: str, name: str, parallel: bool = False
+) -> tuple[Callable[..., Any], Any]:
     """The plain function and its Numba dispatcher, through the disk cache when
     it is enabled (see :mod:`symdiff.cache`)."""
     from symdiff import cache
 
     if cache.enabled():
+        options = dict(NJIT_OPTIONS, parallel=True) if parallel else NJIT_OPTIONS
         try:
-            path = cache.cached_module_path(source, name, NJIT_OPTIONS)
+            path = cache.cached_module_path(source, name, options)
         except OSError:
             pass  # an unwritable cache folder: compile in memory
         else:
             python = cache.load_function(path, name)
             cache.discard_unreadable_machine_code(path)
-            return python, njit(python, cache=True)
+            return python, njit(python, cache=True, parallel=parallel)
     python = load_source(source, name)
-    return python, njit(python)
+    return python, njit(python, parallel=parallel)

@@ -101,7 +101,9 @@ class ArrayKernel:
         output_hints: Sequence[str],
         first: Sequence[Node],
         checks: Sequence[Check],
+        parallel: bool = False,
     ):
+        self.parallel = parallel
         self.params = list(params)
         self.outputs = list(outputs)
         # one check per condition, however many lines assume it
@@ -597,12 +599,17 @@ class ArrayKernel:
                 else:
                     lines.append(f"{ind}{self._name(m)} = {init}")
         depth = 0
+        outer = next((k for k, d in enumerate(g.shape) if d != 1), None)
+        threads = self.parallel and outer is not None and self._independent(g, outer)
         for k, d in enumerate(g.shape):
             if d == 1:
                 idx[k] = "0"  # no loop over an axis of length 1
                 continue
             depth += 1
-            lines.append(f"{ind * depth}for {idx[k]} in range({self.dim(d)}):")
+            loop = "numba.prange" if threads and k == outer else "range"
+            lines.append(f"{ind * depth}for {idx[k]} in {loop}({self.dim(d)}):")
+        if threads:
+            printer.imports.add("import numba")
         inner = ind * (depth + 1)
         local: dict[Node, str] = {}
         view_cache: dict[Node, str] = {}
@@ -675,6 +682,24 @@ class ArrayKernel:
             if m in self.stored and not m.shape:
                 env[m] = self.names[m]
         return lines
+
+    def _independent(self, g: Group, outer: int) -> bool:
+        """Whether the iterations of ``g``'s outer loop touch disjoint memory, so
+        that ``numba.prange`` may run them on threads: every array it writes is
+        indexed by the outer position, and its full reductions are sums or
+        products (which Numba reduces per thread).  Scatters and sums of shifted
+        slices (``x_bar[i] += ...; x_bar[i + 1] += ...``) are not."""
+        for m in g.members:
+            k = self.kinds[m]
+            if m in self.into or k == "scatter":
+                return False
+            if k == "reduce":
+                if not m.shape:
+                    if m.op not in ("sum", "prod"):
+                        return False
+                elif outer in m.attrs[0]:
+                    return False  # out[j] += ... over the threads' axis: a race
+        return True
 
     def _iota(self, node: Node, idx: list[str]) -> str:
         lead = len(idx) - len(node.shape)

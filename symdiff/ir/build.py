@@ -323,7 +323,6 @@ def truth(a: Node) -> Node:
     return _plain("ne", a, _zero_like(a.dtype))
 
 
-
 _SPECIAL: dict[str, Callable[..., Node]] = {
     "add": add,
     "sub": sub,
