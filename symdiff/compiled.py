@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,22 @@ def _call_without_missing(
     names = list(self._signature.parameters)
     given = {n: v for n, v in zip(names, values, strict=True) if v is not _MISSING}
     return Compiled.__call__(self, **given)
+
+
+def _unit_directions(
+    shapes: list[tuple[int, ...]], i: int
+) -> Iterator[tuple[tuple[int, ...], list[Any]]]:
+    """For each position ``e`` of value ``i``: one direction per value (an array
+    of ``shapes[k]``, a float for ``()``), zero everywhere but a 1 at ``e`` of
+    value ``i``.  Jacobians and Hessians of arrays are a sweep per direction."""
+    zeros: list[Any] = [np.zeros(s) if s else 0.0 for s in shapes]
+    for e in np.ndindex(*shapes[i]):
+        directions = list(zeros)
+        unit = np.zeros(shapes[i]) if shapes[i] else 1.0
+        if shapes[i]:
+            unit[e] = 1.0
+        directions[i] = unit
+        yield e, directions
 
 
 def _shape_error(exc: ValueError) -> ValueError:
@@ -382,27 +398,17 @@ class Compiled:
             blocks = [[np.zeros(o.shape + shapes[i]) for i in wrt] for o in outs]
             if mode == "forward":
                 jvp = kernel("jvp").compiled
-                zeros = [np.zeros(s) if s else 0.0 for s in shapes]
                 for col, i in enumerate(wrt):
-                    for e in np.ndindex(*shapes[i]):
-                        tangents = list(zeros)
-                        t = np.zeros(shapes[i]) if shapes[i] else 1.0
-                        if shapes[i]:
-                            t[e] = 1.0
-                        tangents[i] = t
+                    for e, tangents in _unit_directions(shapes, i):
                         _, dots = jvp(*args, *tangents)
                         for k, d in enumerate(leaves(dots)):
                             blocks[k][col][(..., *e)] = d
             else:
                 vjp = kernel("vjp").compiled
-                for k, o in enumerate(outs):
-                    for e in np.ndindex(*o.shape):
-                        cts = [np.zeros(x.shape) if x.shape else 0.0 for x in outs]
-                        if o.shape:
-                            cts[k][e] = 1.0
-                        else:
-                            cts[k] = 1.0
-                        grads = vjp(*args, *cts)
+                out_shapes = [o.shape for o in outs]
+                for k in range(len(outs)):
+                    for e, cotangents in _unit_directions(out_shapes, k):
+                        grads = vjp(*args, *cotangents)
                         for col, i in enumerate(wrt):
                             blocks[k][col][e] = grads[i]
             cells = iter(
@@ -436,14 +442,8 @@ class Compiled:
             hvp = built[0].compiled
             shapes = [np.shape(a) for a in args]
             blocks = [[np.zeros(shapes[i] + shapes[j]) for j in wrt] for i in wrt]
-            zeros = [np.zeros(s) if s else 0.0 for s in shapes]
             for col, j in enumerate(wrt):
-                for e in np.ndindex(*shapes[j]):
-                    vs = list(zeros)
-                    v = np.zeros(shapes[j]) if shapes[j] else 1.0
-                    if shapes[j]:
-                        v[e] = 1.0
-                    vs[j] = v
+                for e, vs in _unit_directions(shapes, j):
                     products = hvp(*args, *vs)
                     for row, i in enumerate(wrt):
                         blocks[row][col][(..., *e)] = products[i]

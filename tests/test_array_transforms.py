@@ -105,6 +105,11 @@ MODEL = textwrap.dedent(
     """
 )
 ARRAYS = "W=f64[4,3],b=f64[3],X=f64[5,4]"
+#: A point written out: the arrays' kinds and shapes follow from it.
+POINT = (
+    "W=[[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3]],b=[0,0.1,0.2],"
+    "X=[[1,2,3,4],[0,1,0,1]]"
+)
 
 
 @pytest.fixture
@@ -148,12 +153,11 @@ def test_cli_check_of_arrays_at_random_points(model):
 
 
 def test_cli_check_of_arrays_written_at_the_point(model):
-    at = "W=[[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3]],b=[0,0.1,0.2]"
     result = cli(
         "check",
         f"{model}:loss",
         "--at",
-        at + ",X=[[1,2,3,4],[0,1,0,1]]",
+        POINT,
         "--wrt",
         "b",
         "--json",
@@ -232,12 +236,11 @@ def test_auto_mode_is_reverse_for_many_inputs_and_one_output():
 
 
 def test_cli_grad_at_an_array_point(model):
-    at = "W=[[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3],[0.1,0.2,0.3]],b=[0,0.1,0.2]"
     result = cli(
         "grad",
         f"{model}:loss",
         "--at",
-        at + ",X=[[1,2,3,4],[0,1,0,1]]",
+        POINT,
         "--wrt",
         "b",
         "--json",

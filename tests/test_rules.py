@@ -94,6 +94,17 @@ def test_every_array_op_has_a_vjp_and_a_jvp():
     assert set(JVPS) == ARRAY_NON_LEAF
 
 
+def test_every_array_op_has_a_code_generator():
+    """The array ops' print table (backend/loops.py) covers exactly the op table's
+    array ops, and every reduction has an initial value and an update."""
+    from symdiff.backend.loops import _ACCUMULATE, _INIT, ARRAY_KINDS
+
+    assert set(ARRAY_KINDS) == set(ARRAY_OPS)
+    reductions = {op for op, k in ARRAY_KINDS.items() if k == "reduce"}
+    assert reductions == {op for op in ARRAY_OPS if OPS[op].kind == "reduce"}
+    assert set(_INIT) == set(_ACCUMULATE) == reductions
+
+
 def test_every_op_has_a_spec():
     assert set(SPECS) == NON_LEAF
 

@@ -28,12 +28,31 @@ from typing import Any
 
 from symdiff.backend.printer import P_ATOM, Printer
 from symdiff.ir.node import Node, topological
-from symdiff.ir.ops import OPS, REDUCE
 from symdiff.ir.shapes import Check, Length, Shape, format_dim, format_shape
 from symdiff.opt.schedule import MAX_INLINE, _Namer
 
-VIEWS = frozenset({"broadcast", "transpose", "getitem", "iota"})
-STATEMENT_OPS = frozenset({"dot", "concat", "pack", "reshape"})
+#: How each array op is generated (ir/ops.py declares them; a test checks that
+#: this table covers exactly ``ARRAY_OPS``): ``view`` ops are index arithmetic on
+#: their source, ``statement`` ops are one NumPy call, reductions and scatters are
+#: loop-nest members, ``leaf`` ops are names.  A reshape that only adds or removes
+#: axes of length 1 is a view, any other a statement.
+ARRAY_KINDS: dict[str, str] = {
+    "dim": "leaf",
+    "iota": "view",
+    "broadcast": "view",
+    "transpose": "view",
+    "getitem": "view",
+    "reshape": "view or statement",
+    "scatter": "scatter",
+    "concat": "statement",
+    "pack": "statement",
+    "dot": "statement",
+    "sum": "reduce",
+    "prod": "reduce",
+    "amax": "reduce",
+    "amin": "reduce",
+}
+VIEWS = frozenset(op for op, k in ARRAY_KINDS.items() if k == "view")
 _LOOP_VARS = ("i", "j", "k", "l")
 
 _DTYPE_ARG = {"float64": "", "int64": ", np.int64", "bool": ", np.bool_"}
@@ -51,22 +70,17 @@ def _squeeze_only(node: Node) -> bool:
 
 
 def kind(node: Node) -> str:
+    """How ``node`` is generated: an ``ARRAY_KINDS`` entry, or ``leaf``,
+    ``scalar`` or ``elementwise`` for the scalar ops."""
     op = node.op
-    if op in ("param", "const", "dim"):
+    if op in ("param", "const"):
         return "leaf"
-    if OPS[op].kind == REDUCE:
-        return "reduce"
-    if op == "scatter":
-        return "scatter"
-    if op == "reshape":
+    array_kind = ARRAY_KINDS.get(op)
+    if array_kind == "view or statement":
         return "view" if _squeeze_only(node) else "statement"
-    if op in VIEWS:
-        return "view"
-    if op in STATEMENT_OPS:
-        return "statement"
-    if not node.shape:
-        return "scalar"
-    return "elementwise"
+    if array_kind is not None:
+        return array_kind
+    return "elementwise" if node.shape else "scalar"
 
 
 @dataclass
@@ -290,7 +304,6 @@ class ArrayKernel:
                     and not uses[0].shape
                     and self.kinds.get(uses[0]) == "scalar"
                     and small <= MAX_INLINE
-                    and OPS[n.op].kind != REDUCE
                 ):
                     self.inlined.add(n)
                     size[n] = small
@@ -340,7 +353,6 @@ class ArrayKernel:
             for src in self._sources(o) if self.kinds.get(o) == "view" else [o]:
                 self.last_use[src] = 1 << 30
         self.free: dict[tuple[str, str], list[tuple[int, Node]]] = {}
-        self.reused = 0
 
     def _buffer(self, m: Node, unit: int, ind: str) -> str:
         """The allocation of ``m``'s array: a dead buffer of its shape, or new."""
@@ -349,7 +361,6 @@ class ArrayKernel:
         for k, (dead_after, owner) in enumerate(pool):
             if dead_after < unit:
                 del pool[k]
-                self.reused += 1
                 return (
                     f"{ind}{self._name(m)} = {self.names[owner]}"
                     f"  # {self.names[owner]} is dead: reuse its memory"
@@ -442,12 +453,8 @@ class ArrayKernel:
 
     @staticmethod
     def _paren(text: str) -> str:
-        return (
-            text
-            if text.replace(".", "").replace("_", "").isalnum()
-            or (text.endswith("]") and " " not in text)
-            else f"({text})"
-        )
+        """``text`` as an operand: bracketed unless it is one name or number."""
+        return text if " " not in text else f"({text})"
 
     def _scalar_env(self) -> dict[Node, str]:
         env: dict[Node, str] = _Reads(self)
@@ -466,12 +473,7 @@ class ArrayKernel:
         env = self._scalar_env()
         for n in topological(self.order):
             if n.op == "dim":
-                text = self.dim(n.attrs[0])
-                env[n] = (
-                    text
-                    if text.isidentifier() or (text.endswith("]") and " " not in text)
-                    else f"({text})"
-                )
+                env[n] = self._paren(self.dim(n.attrs[0]))
         body: list[str] = []
         ind = printer.indent
         if self.checks:
@@ -544,16 +546,7 @@ class ArrayKernel:
         elif n.op == "reshape":
             src = self._array_text(n.args[0])
             text = f"np.ascontiguousarray({src}).reshape({self.shape_text(n.shape)})"
-        else:
-            stack = list(n.args)
-            while stack:
-                a = stack.pop()
-                if a in env or a.shape:
-                    continue
-                if self.kinds.get(a) == "view":
-                    env[a] = self.read(a, [], env)
-                elif a in self.inlined:
-                    stack.extend(a.args)
+        else:  # a scalar; scalar reads of arrays (x[0]) are filled in by env
             text = printer.definition(n, env)[0]
         env[n] = target
         return [f"{ind}{target} = {text}"]
@@ -612,7 +605,6 @@ class ArrayKernel:
             printer.imports.add("import numba")
         inner = ind * (depth + 1)
         local: dict[Node, str] = {}
-        view_cache: dict[Node, str] = {}
 
         def reads(m: Node) -> dict[Node, str]:
             out = env.copy()
@@ -626,7 +618,7 @@ class ArrayKernel:
                     stack.extend(a.args)
                     continue
                 if a.shape or a not in out:
-                    out[a] = self._element(a, g, idx, env, view_cache)
+                    out[a] = self._element(a, g, idx, env)
             return out
 
         for m in g.members:
@@ -735,7 +727,6 @@ class ArrayKernel:
         g: Group,
         idx: list[str],
         env: Mapping[Node, str],
-        cache: dict[Node, str],
     ) -> str:
         """``a`` read at the nest's position (broadcast against the nest's shape)."""
         if not a.shape:

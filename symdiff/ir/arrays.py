@@ -59,11 +59,12 @@ def normalise_axes(axes: int | Sequence[int] | None, rank: int) -> tuple[int, ..
     for a in axes:
         if not -rank <= a < rank:
             raise S.ShapeMismatch(
-                f"axis {a} is out of bounds for an array of dimension {rank}"
+                f"axis {a} is out of bounds for an array of dimension {rank}",
+                "axes count from 0 up to the dimension minus 1, or from -1 backwards",
             )
         out.append(a % rank)
     if len(set(out)) != len(out):
-        raise S.ShapeMismatch("repeated axis")
+        raise S.ShapeMismatch("repeated axis", "name each axis once")
     return tuple(sorted(out))
 
 
@@ -77,13 +78,13 @@ def keepdims_shape(shape: Shape, axes: tuple[int, ...]) -> Shape:
 
 def reduce(op: str, x: Node, axes: tuple[int, ...], keepdims: bool = False) -> Node:
     """``op`` (sum, prod, amax, amin) over ``axes`` (normalised)."""
-    if op == "sum" and x.op == "broadcast" and not x.args[0].shape and axes:
-        # sum of a stretched scalar: value * count
+    stretched = x.op == "broadcast" and not x.args[0].shape
+    if op == "sum" and stretched and axes and x.dtype == "float64":
+        # the sum of a stretched scalar is the scalar times the count
         count = S.product([x.shape[a] for a in axes])
-        out = mul(to_float(dim(count)), x.args[0]) if x.dtype == "float64" else None
-        if out is not None:
-            shape = keepdims_shape(x.shape, axes) if keepdims else _kept(x.shape, axes)
-            return broadcast_to(out, shape)
+        out = mul(to_float(dim(count)), x.args[0])
+        shape = keepdims_shape(x.shape, axes) if keepdims else _kept(x.shape, axes)
+        return broadcast_to(out, shape)
     if not axes:
         return x
     shape = _kept(x.shape, axes)
@@ -197,7 +198,11 @@ def dot(a: Node, b: Node) -> Node:
     """``a @ b`` for 1-D and 2-D operands."""
     ra, rb = len(a.shape), len(b.shape)
     if ra == 0 or rb == 0:
-        raise S.ShapeMismatch("matmul: an operand is a scalar; use `*`")
+        raise S.ShapeMismatch(
+            "matmul: an operand is a scalar",
+            "multiply by a number with `*`; on the command line, declare arrays "
+            "with --arg X=f64[3,4]",
+        )
     k_a = a.shape[-1]
     k_b = b.shape[0] if rb < 2 else b.shape[-2]
     S.unify(

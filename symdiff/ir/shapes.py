@@ -58,9 +58,6 @@ class Dim:
     def __repr__(self) -> str:
         return f"Dim({format_dim(self)})"
 
-    def __lt__(self, other: Dim) -> bool:  # a total order, for sorting only
-        return repr(self.terms) < repr(other.terms)
-
 
 Length = int | Dim
 Shape = tuple[Length, ...]
@@ -139,10 +136,6 @@ def product(dims: Sequence[Length]) -> Length:
     return result
 
 
-def is_known(d: Length) -> bool:
-    return isinstance(d, int)
-
-
 def format_dim(d: Length, names: Callable[[int], str] | None = None) -> str:
     """``d`` as a Python expression; ``names(i)`` is the name of parameter ``i``."""
     if isinstance(d, int):
@@ -191,29 +184,6 @@ def format_shape(shape: Shape, names: Callable[[int], str] | None = None) -> str
     """A shape as a Python tuple expression: ``(X.shape[0], 3)``, ``(n,)``."""
     items = [format_dim(d, names) for d in shape]
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-
-
-def substitute(d: Length, values: Mapping[Atom, int]) -> Length:
-    """``d`` with atoms replaced by known values (for checks and messages)."""
-    if isinstance(d, int):
-        return d
-    total: Length = 0
-    for m, c in d.terms:
-        term: Length = c
-        for a in m:
-            if a in values:
-                term = mul(term, values[a])
-            elif a[0] == "cdiv":
-                term = mul(term, cdiv(substitute(a[1], values), a[2]))
-            elif a[0] == "div":
-                term = mul(
-                    term,
-                    floordiv(substitute(a[1], values), substitute(a[2], values)),
-                )
-            else:
-                term = mul(term, Dim({(a,): 1}))
-        total = add(total, term)
-    return total
 
 
 # -- assumptions about equal lengths ---------------------------------------------------
@@ -281,7 +251,15 @@ def site(where: Callable[[], tuple[str, str]]) -> Iterator[None]:
 
 
 class ShapeMismatch(ValueError):
-    """Two lengths that are known to differ meet where NumPy needs them equal."""
+    """Shapes that are known not to fit (NumPy would reject them too): ``hint``
+    says what to write instead."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint or (
+            "make the shapes agree; x[:, None] or x[None, :] adds an axis of length "
+            "1 that broadcasts"
+        )
 
 
 def unify(a: Length, b: Length, what: str) -> Length:

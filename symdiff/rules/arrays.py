@@ -120,28 +120,14 @@ def _vjp_pack(node: Node, g: Node) -> tuple[Node | None, ...]:
     return tuple(A.getitem(g, (("int", i),)) for i in range(len(node.args)))
 
 
-def _same_op(node: Node, arg: Node) -> Node:
-    """``node``'s op with the same attrs, applied to ``arg`` (a linear map)."""
-    from symdiff.ir.node import make
+def _linear(fn: Callable[[Node, Node], Node]) -> Jvp:
+    """The JVP of an op linear in its one operand: the op applied to the tangent."""
 
-    return make(node.op, (arg,), node.attrs, shape=node.shape, dtype=arg.dtype)
+    def jvp(node: Node, dots: Sequence[Node | None]) -> Node | None:
+        (xd,) = dots
+        return None if xd is None else fn(node, xd)
 
-
-def _jvp_linear(node: Node, dots: Sequence[Node | None]) -> Node | None:
-    (xd,) = dots
-    if xd is None:
-        return None
-    if node.op == "sum":
-        return A.reduce("sum", xd, node.attrs[0])
-    if node.op == "transpose":
-        return A.transpose(xd, node.attrs[0])
-    if node.op == "reshape":
-        return A.reshape(xd, node.shape)
-    if node.op == "broadcast":
-        return broadcast_to(xd, node.shape)
-    if node.op == "getitem":
-        return A.getitem(xd, node.attrs[0])
-    return _same_op(node, xd)  # scatter
+    return jvp
 
 
 def _jvp_prod(node: Node, dots: Sequence[Node | None]) -> Node | None:
@@ -181,16 +167,16 @@ VJPS: dict[str, Vjp] = {
 }
 
 JVPS: dict[str, Jvp] = {
-    "sum":       _jvp_linear,
+    "sum":       _linear(lambda node, t: A.reduce("sum", t, node.attrs[0])),
     "prod":      _jvp_prod,
     "amax":      _jvp_extreme,
     "amin":      _jvp_extreme,
     "dot":       _jvp_dot,
-    "broadcast": _jvp_linear,
-    "transpose": _jvp_linear,
-    "reshape":   _jvp_linear,
-    "getitem":   _jvp_linear,
-    "scatter":   _jvp_linear,
+    "broadcast": _linear(lambda node, t: broadcast_to(t, node.shape)),
+    "transpose": _linear(lambda node, t: A.transpose(t, node.attrs[0])),
+    "reshape":   _linear(lambda node, t: A.reshape(t, node.shape)),
+    "getitem":   _linear(lambda node, t: A.getitem(t, node.attrs[0])),
+    "scatter":   _linear(lambda node, t: A.scatter(t, node.attrs[0], node.shape)),
     "concat":    _jvp_concat,
     "pack":      _jvp_concat,
 }
