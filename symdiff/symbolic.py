@@ -7,7 +7,7 @@ from typing import Any
 
 import sympy
 
-from symdiff.errors import ArgumentError
+from symdiff.errors import ArgumentError, OutputError
 from symdiff.ir.node import Node, topological
 
 
@@ -110,6 +110,13 @@ def to_sympy(value: Any) -> Any:
             memo[node] = _num(node.value)
         elif node.op == "param":
             memo[node] = symbol(node)
+        elif node.op not in SYMPY:
+            raise OutputError(
+                f"`{node.op}` works on whole arrays and has no SymPy form yet, so "
+                "this kernel cannot be shown as formulas\n"
+                "  help: read the generated code (.source, --emit source) or the "
+                "graph (.ir, --emit ir)"
+            )
         else:
             memo[node] = SYMPY[node.op](*(memo[a] for a in node.args))
 

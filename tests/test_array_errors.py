@@ -134,3 +134,174 @@ def test_unsupported_array_constructs_are_translation_errors(fn, message):
     text = str(info.value)
     assert message in text
     assert f"{HERE}:{line_of(fn)}:" in text
+
+
+# -- every kind of array construct symdiff rejects: what, where and what instead -------
+def trace_3d(A):
+    return np.trace(A)
+
+
+def transpose_list(A):
+    return np.sum(np.transpose(A, 1))
+
+
+def two_unknowns(x):
+    return np.sum(x.reshape(-1, -1))
+
+
+def tril_vector(x):
+    return np.sum(np.tril(x))
+
+
+def concat_numbers(x):
+    return np.sum(np.concatenate((np.sum(x), np.sum(x))))
+
+
+def stack_bad_axis(x):
+    return np.sum(np.stack((x, x), axis=3))
+
+
+def arange_down(x):
+    return np.sum(x * np.arange(len(x), 0, -1))
+
+
+def where_one(x):
+    return np.sum(np.where(x > 0))
+
+
+def two_ellipses(A):
+    return np.sum(A[..., ...])
+
+
+def zero_step(x):
+    return np.sum(x[::0])
+
+
+def index_out_of_range(x):
+    return np.eye(3)[0, 7] * x[0]
+
+
+def axis_out_of_range(x):
+    return np.sum(x, axis=2)
+
+
+def repeated_axis(A):
+    return np.sum(A, axis=(0, 0))
+
+
+def keepdims_not_constant(x, flag):
+    return np.sum(np.sum(x, axis=0, keepdims=flag))
+
+
+def matmul_with_number(x):
+    return np.sum(x @ 2.0)
+
+
+def size_from_values(x):
+    return np.sum(np.zeros(len(x) + (x[0] > 0)))
+
+
+def known_shapes_disagree(x):
+    return np.sum(np.zeros(3) + np.ones(4) * x[0])
+
+
+ONE_D = (np.ones(4),)
+TWO_D = (np.ones((2, 3)),)
+REJECTED = [
+    (
+        trace_3d,
+        (np.ones((2, 2, 2)),),
+        "np.trace: only 2-D arrays are supported",
+        "np.sum(A * np.eye(n), axis=(-2, -1))",
+    ),
+    (
+        transpose_list,
+        TWO_D,
+        "`axes` must be a tuple of integers",
+        "np.transpose(x, (1, 0, 2))",
+    ),
+    (
+        two_unknowns,
+        ONE_D,
+        "can only specify one unknown dimension",
+        "give every length but one",
+    ),
+    (
+        tril_vector,
+        ONE_D,
+        "np.tril/np.triu need an array of at least 2 dimensions",
+        "build the matrix first",
+    ),
+    (
+        concat_numbers,
+        ONE_D,
+        "zero-dimensional arrays cannot be joined",
+        "np.array([a, b])",
+    ),
+    (
+        stack_bad_axis,
+        ONE_D,
+        "axis 3 is out of bounds for the result of dimension 2",
+        "axes count from 0",
+    ),
+    (
+        arange_down,
+        ONE_D,
+        "np.arange: only positive constant steps are supported",
+        "[::-1]",
+    ),
+    (
+        where_one,
+        ONE_D,
+        "np.where with one argument is not supported",
+        "np.where(c, a, b)",
+    ),
+    (two_ellipses, TWO_D, "an index can only have a single ellipsis", "keep one"),
+    (zero_step, ONE_D, "slice step cannot be zero", "a positive or negative step"),
+    (
+        index_out_of_range,
+        TWO_D,
+        "index 7 is out of bounds for axis 1 with size 3",
+        "index within the axis",
+    ),
+    (
+        axis_out_of_range,
+        ONE_D,
+        "axis 2 is out of bounds for an array of dimension 1",
+        "axes count from 0",
+    ),
+    (repeated_axis, TWO_D, "repeated axis", "name each axis once"),
+    (
+        keepdims_not_constant,
+        (np.ones(4), True),
+        "`keepdims` must be a constant True or False",
+        "write True or False",
+    ),
+    (matmul_with_number, ONE_D, "matmul: an operand is a scalar", "with `*`"),
+    (
+        size_from_values,
+        ONE_D,
+        "must be computed from integer constants, shapes",
+        "sizes cannot depend on array values",
+    ),
+    (
+        known_shapes_disagree,
+        ONE_D,
+        "operands could not be broadcast together with shapes (3,) (4,)",
+        "make the shapes agree",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "message", "hint"), REJECTED, ids=[r[0].__name__ for r in REJECTED]
+)
+def test_rejected_array_code_says_what_where_and_instead(fn, args, message, hint):
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(fn, target="python")(*args)
+    text = str(info.value)
+    assert message in text
+    assert f"{HERE}:{line_of(fn)}:" in text  # file:line:col
+    assert "^" in text  # the line, with a caret under the construct
+    help_line = next(line for line in text.splitlines() if "help:" in line)
+    assert hint in help_line

@@ -39,4 +39,5 @@ def jvp_graph(
         if total is not None:
             # a tangent has its value's shape (an operand may have been broadcast)
             dot[node] = broadcast_to(total, node.shape)
-    return tuple(dot.get(out, ZERO) for out in outputs), dot
+    zeros = (broadcast_to(ZERO, out.shape) for out in outputs)
+    return tuple(dot.get(out, z) for out, z in zip(outputs, zeros, strict=True)), dot

@@ -84,7 +84,10 @@ def length(value: Value, what: str = "a size") -> Length:
                 elif node.op == "floordiv":
                     divisor = int(node.args[1].value)
                     if divisor <= 0:
-                        raise Unsupported(f"{what}: divide by a positive constant")
+                        raise Unsupported(
+                            f"{what}: divide by a positive constant",
+                            "write `n // 2` with a positive integer constant",
+                        )
                     results[node] = S.floordiv(results[node.args[0]], divisor)
                 else:
                     results[node] = S.neg(vals[0])
@@ -95,7 +98,9 @@ def length(value: Value, what: str = "a size") -> Length:
                     "sizes cannot depend on array values",
                 )
         return results[value]
-    raise Unsupported(f"{what} must be an integer")
+    raise Unsupported(
+        f"{what} must be an integer", "use an int constant, len(x) or x.shape[k]"
+    )
 
 
 def shape_arg(value: Value, what: str = "a shape") -> Shape:
@@ -109,7 +114,10 @@ def static_int(value: Value, what: str) -> int:
         return int(value.value)
     if isinstance(value, Node) and value.op == "const" and value.dtype == "bool":
         return int(value.value)
-    raise Unsupported(f"{what} must be a constant integer")
+    raise Unsupported(
+        f"{what} must be a constant integer",
+        "write the number itself (axis=0) or a module-level constant",
+    )
 
 
 def axes_arg(value: Value | None, rank: int) -> tuple[int, ...]:
@@ -122,7 +130,7 @@ def axes_arg(value: Value | None, rank: int) -> tuple[int, ...]:
     try:
         return A.normalise_axes(axes, rank)
     except S.ShapeMismatch as exc:
-        raise Unsupported(str(exc)) from None
+        raise Unsupported(str(exc), exc.hint) from None
 
 
 def flag(value: Value | None, what: str) -> bool:
@@ -130,7 +138,9 @@ def flag(value: Value | None, what: str) -> bool:
         return False
     if isinstance(value, Node) and value.op == "const":
         return bool(value.value)
-    raise Unsupported(f"`{what}` must be a constant True or False")
+    raise Unsupported(
+        f"`{what}` must be a constant True or False", "write True or False"
+    )
 
 
 def array(value: Value, what: str = "the argument") -> Node:
@@ -139,7 +149,10 @@ def array(value: Value, what: str = "the argument") -> Node:
         return value
     if isinstance(value, tuple):
         if not value:
-            raise Unsupported("an empty array has no derivative", "")
+            raise Unsupported(
+                "an empty array has no derivative",
+                "give the array at least one element",
+            )
         items = [array(v, what) for v in value]
         if all(not i.shape for i in items):
             return A.pack(items)
@@ -147,7 +160,10 @@ def array(value: Value, what: str = "the argument") -> Node:
     if isinstance(value, Static) and isinstance(value.obj, np.ndarray):
         return constant_array(value.obj)
     kind = type(value.obj).__name__ if isinstance(value, Static) else "value"
-    raise Unsupported(f"{what} is a `{kind}`, where an array or a number is needed")
+    raise Unsupported(
+        f"{what} is a `{kind}`, where an array or a number is needed",
+        "pass arrays as arguments, or build them with np.array([...])",
+    )
 
 
 def constant_array(obj: np.ndarray) -> Node:
@@ -158,7 +174,10 @@ def constant_array(obj: np.ndarray) -> Node:
             "pass it as an argument",
         )
     if obj.dtype.kind not in "biuf":
-        raise Unsupported(f"a global array of dtype {obj.dtype} is not supported")
+        raise Unsupported(
+            f"a global array of dtype {obj.dtype} is not supported",
+            "pass it as an argument (floats, ints or bools)",
+        )
     flat = [constant(v.item()) for v in obj.ravel()]
     if obj.ndim == 0:
         return flat[0]
@@ -243,7 +262,10 @@ def _vdot(a: Value, b: Value) -> Node:
 def _trace(x: Value) -> Node:
     node = array(x)
     if len(node.shape) != 2:
-        raise Unsupported("np.trace: only 2-D arrays are supported")
+        raise Unsupported(
+            "np.trace: only 2-D arrays are supported",
+            "for a stack of matrices: np.sum(A * np.eye(n), axis=(-2, -1))",
+        )
     n, m = node.shape
     mask = B.apply("eq", A.iota(0, (n, m)), A.iota(1, (n, m)))
     return A.reduce("sum", B.select(mask, node, B.ZERO), (0, 1))
@@ -254,10 +276,15 @@ def _transpose(x: Value, axes: Value | None = None) -> Node:
     if axes is None or (isinstance(axes, Static) and axes.obj is None):
         return A.transpose(node)
     if not isinstance(axes, tuple):
-        raise Unsupported("`axes` must be a tuple of integers")
+        raise Unsupported(
+            "`axes` must be a tuple of integers", "write np.transpose(x, (1, 0, 2))"
+        )
     perm = tuple(static_int(a, "an axis") % len(node.shape) for a in axes)
     if sorted(perm) != list(range(len(node.shape))):
-        raise Unsupported("`axes` must be a permutation of the array's axes")
+        raise Unsupported(
+            "`axes` must be a permutation of the array's axes",
+            "name every axis once: np.transpose(x, (1, 0, 2))",
+        )
     return A.transpose(node, perm)
 
 
@@ -271,7 +298,9 @@ def reshape(node: Node, shape: Shape | tuple[Value, ...]) -> Node:
     total = S.product(node.shape)
     unknown = [i for i, d in enumerate(dims) if d is None or d == -1]
     if len(unknown) > 1:
-        raise Unsupported("can only specify one unknown dimension")
+        raise Unsupported(
+            "can only specify one unknown dimension", "give every length but one"
+        )
     if unknown:
         known = S.product([d for d in dims if d is not None and d != -1])
         rest = _divide(total, known)
@@ -327,7 +356,10 @@ def _tri(lower: bool) -> Builder:
     def build(x: Value, k: Value | None = None) -> Node:
         node = array(x)
         if len(node.shape) < 2:
-            raise Unsupported("np.tril/np.triu need an array of at least 2 dimensions")
+            raise Unsupported(
+                "np.tril/np.triu need an array of at least 2 dimensions",
+                "build the matrix first (np.outer, reshape)",
+            )
         return A.tri(node, 0 if k is None else static_int(k, "`k`"), lower)
 
     return build
@@ -335,18 +367,27 @@ def _tri(lower: bool) -> Builder:
 
 def _sequence(value: Value, what: str) -> list[Node]:
     if not isinstance(value, tuple):
-        raise Unsupported(f"{what} takes a tuple or list of arrays")
+        raise Unsupported(
+            f"{what} takes a tuple or list of arrays",
+            f"put the arrays in a tuple: {what}((a, b))",
+        )
     return [array(v) for v in value]
 
 
 def _concatenate(arrays: Value, axis: Value | None = None) -> Node:
     items = _sequence(arrays, "np.concatenate")
     if any(not i.shape for i in items):
-        raise Unsupported("np.concatenate: zero-dimensional arrays cannot be joined")
+        raise Unsupported(
+            "np.concatenate: zero-dimensional arrays cannot be joined",
+            "join numbers with np.array([a, b])",
+        )
     rank = len(items[0].shape)
     ax = 0 if axis is None else static_int(axis, "`axis`")
     if not -rank <= ax < rank:
-        raise Unsupported(f"axis {ax} is out of bounds for arrays of dimension {rank}")
+        raise Unsupported(
+            f"axis {ax} is out of bounds for arrays of dimension {rank}",
+            "axes count from 0 up to the dimension minus 1, or from -1 backwards",
+        )
     return A.concat(items, ax % rank)
 
 
@@ -356,7 +397,8 @@ def _stack(arrays: Value, axis: Value | None = None) -> Node:
     ax = 0 if axis is None else static_int(axis, "`axis`")
     if not -len(shape) - 1 <= ax <= len(shape):
         raise Unsupported(
-            f"axis {ax} is out of bounds for the result of dimension {len(shape) + 1}"
+            f"axis {ax} is out of bounds for the result of dimension {len(shape) + 1}",
+            "axes count from 0 up to the dimension minus 1, or from -1 backwards",
         )
     ax %= len(shape) + 1
     if all(not i.shape for i in items):
@@ -379,7 +421,10 @@ def _fill_value(value: float | Node, dtype: Value | None) -> Node:
         if obj in (int, np.int64, np.int32):
             return constant(int(node.value)) if node.op == "const" else node
         if obj not in (float, np.float64):
-            raise Unsupported("`dtype` must be float or int")
+            raise Unsupported(
+                "`dtype` must be float or int",
+                "leave dtype out: symdiff computes in float64",
+            )
     return node
 
 
@@ -411,7 +456,10 @@ def _arange(
         )
     k = 1 if step is None else static_int(step, "np.arange's step")
     if k <= 0:
-        raise Unsupported("np.arange: only positive constant steps are supported")
+        raise Unsupported(
+            "np.arange: only positive constant steps are supported",
+            "reverse with [::-1], or scale: k * np.arange(n)",
+        )
     n = S.cdiv(S.sub(last, first), k)
     idx = A.iota(0, (n,))
     if k != 1:
@@ -449,7 +497,10 @@ def _np_array(value: Value, dtype: Value | None = None) -> Node:
 
 def _where(cond: Value, a: Value | None = None, b: Value | None = None) -> Node:
     if a is None or b is None:
-        raise Unsupported("np.where with one argument is not supported", "")
+        raise Unsupported(
+            "np.where with one argument is not supported",
+            "it returns indices, which have no derivative; use np.where(c, a, b)",
+        )
     return B.select(B.truth(array(cond)), array(a), array(b))
 
 
@@ -476,7 +527,8 @@ def _squeeze(x: Value, axis: Value | None = None) -> Node:
     for a in axes:
         if node.shape[a] != 1:
             raise Unsupported(
-                "cannot select an axis to squeeze out which has size not equal to one"
+                "cannot select an axis to squeeze out which has size not equal to one",
+                "squeeze only axes of length 1",
             )
     return A.reshape(node, tuple(d for i, d in enumerate(node.shape) if i not in axes))
 
@@ -608,12 +660,17 @@ def index(x: Node, key: Value) -> Node:
         1 for i in items if not (isinstance(i, Static) and i.obj in (None, Ellipsis))
     )
     if n_real > len(x.shape):
-        raise Unsupported(f"too many indices for an array of dimension {len(x.shape)}")
+        raise Unsupported(
+            f"too many indices for an array of dimension {len(x.shape)}",
+            "give at most one index per axis",
+        )
     ellipsis = [
         k for k, i in enumerate(items) if isinstance(i, Static) and i.obj is Ellipsis
     ]
     if len(ellipsis) > 1:
-        raise Unsupported("an index can only have a single ellipsis ('...')")
+        raise Unsupported(
+            "an index can only have a single ellipsis ('...')", "keep one `...`"
+        )
     if ellipsis:
         k = ellipsis[0]
         fill = [Static(SliceValue(None, None, None))] * (len(x.shape) - n_real)
@@ -634,7 +691,10 @@ def index(x: Node, key: Value) -> Node:
         elif isinstance(item, Node) and not item.shape and item.dtype == "int64":
             spec.append(("int", _position(item, n, axis)))
         else:
-            raise Unsupported("array indices must be integers, slices, None or `...`")
+            raise Unsupported(
+                "array indices must be integers, slices, None or `...`",
+                "compute integer indices from constants and shapes",
+            )
         axis += 1
     return A.getitem(x, tuple(spec))
 
@@ -647,7 +707,9 @@ def _position(item: Node, n: Length, axis: int) -> Length:
     )
     if isinstance(i, int) and isinstance(n, int):
         if not -n <= i < n:
-            raise Unsupported(what)
+            raise Unsupported(
+                what, "index within the axis: 0 to its length minus 1, or from -1"
+            )
         return n + i if i < 0 else i
     if isinstance(i, int) and i < 0:
         S.require_less(-1, S.add(n, i), what)  # checked when the kernel runs
@@ -660,7 +722,9 @@ def _position(item: Node, n: Length, axis: int) -> Length:
 def _slice(sl: SliceValue, n: Length, axis: int) -> tuple[Any, ...]:
     step = 1 if _none(sl.step) else static_int(sl.step, "a slice step")  # type: ignore[arg-type]
     if step == 0:
-        raise Unsupported("slice step cannot be zero")
+        raise Unsupported(
+            "slice step cannot be zero", "use a positive or negative step"
+        )
 
     def bound(v: Value | None, default: Length) -> Length:
         if _none(v):

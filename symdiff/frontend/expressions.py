@@ -166,7 +166,7 @@ class ExpressionLowering:
         except Unsupported as exc:
             return self.error(node, exc.message, exc.hint)
         except ShapeMismatch as exc:
-            return self.error(node, str(exc))
+            return self.error(node, str(exc), exc.hint)
         finally:
             self.current = outer
 
