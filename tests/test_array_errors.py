@@ -305,3 +305,27 @@ def test_rejected_array_code_says_what_where_and_instead(fn, args, message, hint
     assert "^" in text  # the line, with a caret under the construct
     help_line = next(line for line in text.splitlines() if "help:" in line)
     assert hint in help_line
+
+
+def matmul_loss(W, x):
+    return np.sum(np.tanh(W @ x) ** 2)
+
+
+def test_array_kernels_have_no_sympy_form_and_say_so():
+    g = symdiff.grad(matmul_loss, target="python")
+    g(np.ones((2, 3)), np.ones(3))
+    with pytest.raises(symdiff.OutputError) as info:
+        g.latex()
+    assert str(info.value).startswith(
+        "`dot` works on whole arrays and has no SymPy form"
+    )
+    assert "help: read the generated code (.source" in str(info.value)
+
+
+def test_the_listing_names_lengths_axes_and_indices():
+    g = symdiff.grad(first_half, target="python")
+    g(np.ones(6))
+    listing = g.ir
+    assert "param x : f64[x.shape[0]]" in listing
+    assert "getitem %0 [0:x.shape[0] // 2] : f64[x.shape[0] // 2]" in listing
+    assert "Dim(" not in listing
