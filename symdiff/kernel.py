@@ -6,6 +6,7 @@ schedule (opt) -> print (backend) -> compile (backend.jit).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import types
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.printer import Printer
 from symdiff.frontend.lower import Traced, trace
 from symdiff.ir.listing import listing
+from symdiff.ir.loops import merge_extensions
 from symdiff.ir.node import Node, topological
 from symdiff.opt.schedule import Schedule, schedule
 from symdiff.transforms import PLANNERS, Plan, Spec, leaves
@@ -57,6 +59,31 @@ class Kernel:
         return self.schedule.op_counts()
 
 
+def _one_loop_each(plan: Plan) -> Plan:
+    """Where a derivative extends a loop (its tangent, its tape), run only the
+    extended loop: the primal results are read from it too."""
+    roots = [*leaves(plan.returns), *plan.primal]
+    if not any(n.op == "loop" for n in topological(roots)):
+        return plan
+    hints = dict(plan.hints)
+    merged = merge_extensions(roots, hints)
+    if all(a is b for a, b in zip(roots, merged, strict=True)):
+        return plan
+    new = dict(zip(roots, merged, strict=True))
+
+    def rebuild(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return tuple(rebuild(v) for v in value)
+        return new.get(value, value)
+
+    return dataclasses.replace(
+        plan,
+        returns=rebuild(plan.returns),
+        primal=[new.get(n, n) for n in plan.primal],
+        hints=hints,
+    )
+
+
 def build_kernel(
     fun: types.FunctionType,
     spec: Spec,
@@ -69,7 +96,7 @@ def build_kernel(
     tracer = getattr(fun, "__symdiff_trace__", None)
     traced = tracer(dtypes) if tracer is not None else trace(fun, dtypes)
     t1 = time.perf_counter()
-    plan = PLANNERS[spec.kind](traced, spec)
+    plan = _one_loop_each(PLANNERS[spec.kind](traced, spec))
     outputs = leaves(plan.returns)
     names = leaves(plan.names)
     sched = schedule(plan.params, outputs, plan.hints, names, first=plan.primal)

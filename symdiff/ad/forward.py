@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from symdiff.ad.loops import loop_jvp
 from symdiff.ir.build import ZERO, add, broadcast_to, mul
 from symdiff.ir.node import Node, topological
 from symdiff.rules import partials
@@ -20,11 +21,20 @@ def jvp_graph(
     nothing.
     """
     dot: dict[Node, Node] = dict(tangents)
+    loop_dots: dict[Node, dict[int, Node]] = {}
     for node in topological(outputs):
         if node in dot or not node.args:
             continue
+        if node.op == "item":
+            found = loop_dots.get(node.args[0], {}).get(node.attrs[0])
+            if found is not None:
+                dot[node] = found
+            continue
         arg_dots = [dot.get(a) for a in node.args]
         if all(d is None for d in arg_dots):
+            continue
+        if node.op == "loop":
+            loop_dots[node] = loop_jvp(node, arg_dots)
             continue
         jvp = JVPS.get(node.op)
         total: Node | None = None

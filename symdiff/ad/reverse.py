@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from symdiff.ad.loops import loop_vjp
 from symdiff.ir.arrays import unbroadcast
 from symdiff.ir.build import ONE, ZERO, add, broadcast_to, div, mul, neg, select
 from symdiff.ir.node import Node, is_zero, topological
@@ -67,7 +68,18 @@ def vjp_graph(seeds: Sequence[tuple[Node, Node]], wrt: Sequence[Node]) -> Adjoin
         if out in active:
             terms.setdefault(out, []).append(seed)
     table: dict[Node, Node] = {}
+    loop_terms: dict[Node, dict[int, Node]] = {}
     for node in reversed(order):
+        if node.op == "loop":
+            cotangents = loop_terms.pop(node, None)
+            if cotangents:
+                flags = [a in active for a in node.args]
+                for arg, contribution in zip(
+                    node.args, loop_vjp(node, cotangents, flags), strict=True
+                ):
+                    if contribution is not None and arg in active:
+                        terms.setdefault(arg, []).append(contribution)
+            continue
         parts = adjoint_parts(terms.pop(node, []))
         if not parts:
             continue  # no contribution, or only exact zeros: the symbolic zero
@@ -76,6 +88,9 @@ def vjp_graph(seeds: Sequence[tuple[Node, Node]], wrt: Sequence[Node]) -> Adjoin
             total = add(total, part)
         table[node] = total
         if not node.args:
+            continue
+        if node.op == "item":  # the loop gets all its results' adjoints at once
+            loop_terms.setdefault(node.args[0], {})[node.attrs[0]] = total
             continue
         vjp = VJPS.get(node.op)
         if vjp is not None:

@@ -22,11 +22,14 @@ Every walk is over the node list, never recursive over the graph.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from symdiff.backend.printer import P_ATOM, Printer
+from symdiff.ir import loops as L
+from symdiff.ir import shapes as S
 from symdiff.ir.node import Node, topological
 from symdiff.ir.shapes import Check, Length, Shape, format_dim, format_shape
 from symdiff.opt.schedule import MAX_INLINE, _Namer
@@ -47,6 +50,10 @@ ARRAY_KINDS: dict[str, str] = {
     "concat": "statement",
     "pack": "statement",
     "dot": "statement",
+    "take": "view",
+    "index_update": "update",
+    "loop": "loop",
+    "item": "item",
     "sum": "reduce",
     "prod": "reduce",
     "amax": "reduce",
@@ -59,7 +66,8 @@ _DTYPE_ARG = {"float64": "", "int64": ", np.int64", "bool": ", np.bool_"}
 
 
 def has_arrays(nodes: Sequence[Node]) -> bool:
-    return any(n.shape for n in nodes)
+    """Whether a graph needs this generator (arrays or loops)."""
+    return any(n.shape or n.op == "loop" for n in nodes)
 
 
 def _squeeze_only(node: Node) -> bool:
@@ -73,7 +81,7 @@ def kind(node: Node) -> str:
     """How ``node`` is generated: an ``ARRAY_KINDS`` entry, or ``leaf``,
     ``scalar`` or ``elementwise`` for the scalar ops."""
     op = node.op
-    if op in ("param", "const"):
+    if op in ("param", "const", "var"):
         return "leaf"
     array_kind = ARRAY_KINDS.get(op)
     if array_kind == "view or statement":
@@ -116,8 +124,12 @@ class ArrayKernel:
         first: Sequence[Node],
         checks: Sequence[Check],
         parallel: bool = False,
+        parent: ArrayKernel | None = None,
+        bound: Mapping[Node, str] | None = None,
+        owned: frozenset[Node] = frozenset(),
     ):
-        self.parallel = parallel
+        self.parallel = parallel and parent is None
+        self.owned = owned
         self.params = list(params)
         self.outputs = list(outputs)
         # one check per condition, however many lines assume it
@@ -130,12 +142,11 @@ class ArrayKernel:
                 unique.append(c)
         self.checks = unique
         needed = set(topological(outputs))
-        self.order = [
-            n
-            for n in topological([*first, *outputs])
-            if n in needed and kind(n) != "leaf"
-        ]
         self.forward = set(topological(first)) if first else set()
+        order = [n for n in topological([*first, *outputs]) if n in needed]
+        if any(n.op == "index_update" for n in order):
+            order = _reads_first(order, self.forward)
+        self.order = [n for n in order if kind(n) != "leaf"]
         self.consumers: dict[Node, list[Node]] = {}
         for n in self.order:
             for a in n.args:
@@ -144,14 +155,21 @@ class ArrayKernel:
         self._needs_arrays()
         self.into: dict[Node, Node] = {}
         self._scatter_sums()
-        self.namer = _Namer()
         self.names: dict[Node, str] = {}
-        by_index = {}
-        for p in self.params:
-            self.names[p] = self.namer.fresh(p.attrs[1])
-            by_index[p.attrs[0]] = self.names[p]
-        self.param_name = lambda i: by_index[i]
-        self.loop_vars = [self.namer.fresh(v) for v in _LOOP_VARS]
+        self.env: dict[Node, str] = {}
+        if parent is None:
+            self.namer = _Namer()
+            by_index = {}
+            for p in self.params:
+                self.names[p] = self.namer.fresh(p.attrs[1])
+                by_index[p.attrs[0]] = self.names[p]
+            self.by_index = by_index
+            self.loop_vars = [self.namer.fresh(v) for v in _LOOP_VARS]
+        else:
+            self.namer = parent.namer
+            self.by_index = parent.by_index
+            self.loop_vars = parent.loop_vars
+            self.names.update(bound or {})
         self.hints = dict(hints)
         forward_outputs = set(self.forward)
         for node, hint in zip(outputs, output_hints, strict=False):
@@ -170,6 +188,14 @@ class ArrayKernel:
         wants: list[Node] = [o for o in self.outputs if o.shape]
         for n in self.order:
             k = self.kinds[n]
+            if k == "loop":
+                _, init, captured = L.operands(n)
+                wants.extend(a for a in init if a.shape and not _const_fill(a))
+                wants.extend(a for a in captured if a.shape)
+                continue
+            if k == "update":
+                wants.extend(a for a in n.args[:2] if a.shape and not _const_fill(a))
+                continue
             if k == "statement" and n.op != "pack":
                 for a in n.args:
                     if n.op == "dot" and a.op == "transpose" and len(a.shape) == 2:
@@ -214,8 +240,9 @@ class ArrayKernel:
                 absorbed.add(a)
             self.kinds[n] = "scatter_sum"
 
-    def _sources(self, node: Node) -> list[Node]:
-        """What reading ``node`` at some position really reads (through views)."""
+    def _sources(self, node: Node, leaves: bool = False) -> list[Node]:
+        """What reading ``node`` at some position really reads (through views);
+        with ``leaves``, input arrays too."""
         out: list[Node] = []
         stack = [node]
         seen = set()
@@ -227,7 +254,7 @@ class ArrayKernel:
             k = self.kinds.get(n, "leaf")
             if k == "view":
                 stack.extend(n.args)
-            elif k != "leaf":
+            elif k != "leaf" or (leaves and n.shape):
                 out.append(n)
         return out
 
@@ -250,12 +277,15 @@ class ArrayKernel:
             k = self.kinds[n]
             if k in ("view", "absorbed"):
                 continue
+            if k == "item":
+                self.position[n] = self.position[n.args[0]]
+                continue
             if k == "scatter_sum":
                 self.position[n] = max(
                     self.position[s] for s, t in self.into.items() if t is n
                 )
                 continue
-            if k in ("scalar", "statement"):
+            if k in ("scalar", "statement", "loop", "update"):
                 self.units.append(Unit(node=n))
                 self.position[n] = len(self.units) - 1
                 continue
@@ -300,6 +330,7 @@ class ArrayKernel:
                 if (
                     n not in outputs
                     and n not in self.hints
+                    and not any(a.op == "take" for a in n.args)
                     and len(uses) == 1
                     and not uses[0].shape
                     and self.kinds.get(uses[0]) == "scalar"
@@ -308,8 +339,12 @@ class ArrayKernel:
                     self.inlined.add(n)
                     size[n] = small
                 continue
-            if k in ("reduce", "scatter", "statement", "scatter_sum"):
+            if k in ("reduce", "scatter", "statement", "scatter_sum", "update"):
                 self.stored.add(n)
+                continue
+            if k == "item":
+                if n.shape:
+                    self.stored.add(n)
                 continue
             if k != "elementwise":
                 continue
@@ -337,12 +372,14 @@ class ArrayKernel:
         array of the same shape and dtype is written into it instead of a new
         allocation.  Views keep their source alive; outputs are never freed."""
         self.last_use: dict[Node, int] = {}
+        self.readers: dict[Node, list[tuple[int, Node]]] = {}
         for k, unit in enumerate(self.units):
             members = self._unit_nodes(unit)
             for m in members:
                 for a in m.args:
-                    for src in self._sources(a):
+                    for src in self._sources(a, leaves=True):
                         self.last_use[src] = max(self.last_use.get(src, -1), k)
+                        self.readers.setdefault(src, []).append((k, m))
         for n in reversed(self.order):  # a reshape view extends its source's life
             if n.op == "reshape" and self.kinds.get(n) == "statement":
                 for src in self._sources(n.args[0]):
@@ -353,6 +390,47 @@ class ArrayKernel:
             for src in self._sources(o) if self.kinds.get(o) == "view" else [o]:
                 self.last_use[src] = 1 << 30
         self.free: dict[tuple[str, str], list[tuple[int, Node]]] = {}
+        self._aliases()
+
+    def _aliases(self) -> None:
+        """Which array updates write in place (``out[i] = v`` into ``out`` itself)
+        and which loops take their initial arrays without a copy: where nothing
+        reads the old array afterwards.  An array that lives on under another
+        name keeps its buffer until the last reader of every name."""
+        self.in_place: set[Node] = set()
+        self.no_copy: set[tuple[Node, int]] = set()
+        root: dict[Node, Node] = {}
+        for k, unit in enumerate(self.units):
+            n = unit.node
+            if n is None:
+                continue
+            if self.kinds[n] == "update" and self._owned_after(n.args[0], n, k):
+                self.in_place.add(n)
+                root[n] = root.get(n.args[0], n.args[0])
+            elif self.kinds[n] == "loop":
+                count, init, _ = L.operands(n)
+                for j, a in enumerate(init):
+                    if a.shape and not _const_fill(a) and self._owned_after(a, n, k):
+                        if init.index(a) == j:  # the same array twice: copy the second
+                            self.no_copy.add((n, j))
+                            root[L.result(n, j)] = root.get(a, a)
+        for alias, owner in root.items():
+            self.last_use[owner] = max(
+                self.last_use.get(owner, -1), self.last_use.get(alias, -1)
+            )
+
+    def _owned_after(self, a: Node, user: Node, k: int) -> bool:
+        """Whether ``user`` (unit ``k``) may take over array ``a``: this kernel
+        made it, and nothing reads it after ``k``."""
+        if a.op == "param" or (a.op == "var" and a not in self.owned):
+            return False
+        if self.kinds.get(a) == "view" or a in self.outputs:
+            return False
+        if a.op != "var" and a not in self.stored:
+            return False
+        return all(
+            pos < k or m is user for pos, m in self.readers.get(a, [])
+        )
 
     def _buffer(self, m: Node, unit: int, ind: str) -> str:
         """The allocation of ``m``'s array: a dead buffer of its shape, or new."""
@@ -375,6 +453,12 @@ class ArrayKernel:
             self.free.setdefault(key, []).append((last, m))
 
     # -- printing ---------------------------------------------------------------------
+    def param_name(self, i: int | Node) -> str:
+        """The name of parameter ``i``, or the text of a run-time count node."""
+        if isinstance(i, Node):
+            return self._scalar_text(i, self.env)
+        return self.by_index[i]
+
     def dim(self, d: Length) -> str:
         return format_dim(d, self.param_name)
 
@@ -394,7 +478,7 @@ class ArrayKernel:
             k = self.kinds.get(node, "leaf")
             if not node.shape and k != "view":
                 return self._scalar_text(node, env)
-            if node.op == "param" or (node in self.stored and node.shape):
+            if node.op in ("param", "var") or (node in self.stored and node.shape):
                 name = self.names[node]
                 return f"{name}[{', '.join(idx)}]" if idx else name
             if k != "view":
@@ -419,6 +503,19 @@ class ArrayKernel:
                 out.append(
                     "0" if d == 1 and node.shape[lead + k] != 1 else idx[lead + k]
                 )
+            return src, out
+        if node.op == "take":
+            out = []
+            it = iter(idx)
+            for entry in node.attrs[0]:
+                if entry[0] == "at":
+                    out.append(self._scalar_text(node.args[1 + entry[1]], self.env))
+                elif entry[0] == "all":
+                    out.append(next(it))
+                else:
+                    i = next(it)
+                    start = entry[1]
+                    out.append(i if start == 0 else f"{i} + {self._paren(self.dim(start))}")
             return src, out
         if node.op == "transpose":
             perm = node.attrs[0]
@@ -460,6 +557,10 @@ class ArrayKernel:
         env: dict[Node, str] = _Reads(self)
         for p in self.params:
             env[p] = self.names[p]
+        for n, name in self.names.items():  # a body's inputs
+            if n.op == "var" and not n.shape:
+                env[n] = name
+        self.env = env
         return env
 
     def source(
@@ -471,9 +572,6 @@ class ArrayKernel:
     ) -> str:
         printer = Printer()
         env = self._scalar_env()
-        for n in topological(self.order):
-            if n.op == "dim":
-                env[n] = self._paren(self.dim(n.attrs[0]))
         body: list[str] = []
         ind = printer.indent
         if self.checks:
@@ -484,6 +582,28 @@ class ArrayKernel:
             body.append(f"{ind}if {left} {test} {right}:")
             got = f'" (got " + str({left}) + " and " + str({right}) + ")"'
             body.append(f"{ind}{ind}raise ValueError({check.message!r} + {got})")
+        section = next(iter(sections.values())) if sections else None
+        body += self.lines(env, printer, section)
+        ret = self._returns(returns, env, printer)
+        body.append(f"{ind}return {ret}")
+        params = ", ".join(self.names[p] for p in self.params)
+        lines = [f"# {h}" for h in header]
+        printer.imports.add("import numpy as np")
+        lines += sorted(printer.imports)
+        lines += ["", "", f"def {name}({params}):", *body]
+        return "\n".join(lines) + "\n"
+
+    def lines(
+        self, env: dict[Node, str], printer: Printer, section: str | None = None
+    ) -> list[str]:
+        """The statements of every unit, indented one level; ``section`` is a
+        comment printed where the backward (or tangent) part starts."""
+        self.env = env
+        for n in topological(self.order):
+            if n.op == "dim":
+                env[n] = self._paren(self.dim(n.attrs[0]))
+        ind = printer.indent
+        body: list[str] = []
         # "# backward" goes after the last unit that computes a forward value
         # (fusion puts backward values into forward loops, never the reverse)
         last_forward = max(
@@ -495,20 +615,17 @@ class ArrayKernel:
             default=-1,
         )
         for k, unit in enumerate(self.units):
-            if sections and k == last_forward + 1 and 0 <= last_forward:
-                body.append(f"{ind}# {next(iter(sections.values()))}")
-            if unit.node is not None:
+            if section and k == last_forward + 1 and 0 <= last_forward:
+                body.append(f"{ind}# {section}")
+            if unit.node is not None and self.kinds[unit.node] == "loop":
+                body.extend(self._loop(unit.node, k, env, printer))
+            elif unit.node is not None and self.kinds[unit.node] == "update":
+                body.extend(self._update(unit.node, k, env, printer))
+            elif unit.node is not None:
                 body.extend(self._statement(unit.node, env, printer))
             else:
                 body.extend(self._group(unit.group, env, printer))  # type: ignore[arg-type]
-        ret = self._returns(returns, env, printer)
-        body.append(f"{ind}return {ret}")
-        params = ", ".join(self.names[p] for p in self.params)
-        lines = [f"# {h}" for h in header]
-        printer.imports.add("import numpy as np")
-        lines += sorted(printer.imports)
-        lines += ["", "", f"def {name}({params}):", *body]
-        return "\n".join(lines) + "\n"
+        return body
 
     @staticmethod
     def _unit_nodes(unit: Unit) -> list[Node]:
@@ -528,6 +645,155 @@ class ArrayKernel:
         if isinstance(returns, tuple) and len(returns) > 1:
             return ", ".join(text(v) for v in returns)
         return text(returns)
+
+    def _value(self, v: Node, env: Mapping[Node, str]) -> str:
+        """A value as an operand: an array's name, a scalar's text."""
+        if v.shape:
+            return self._array_text(v)
+        return self._scalar_text(v, env)
+
+    def _fill(self, a: Node) -> str:
+        """A new array of a constant (``np.zeros((n, 3))``)."""
+        value = a.args[0].value
+        shape = self.shape_text(a.shape)
+        dt = _DTYPE_ARG[a.dtype]
+        if value == 0:
+            return f"np.zeros({shape}{dt})"
+        return f"np.full({shape}, {value!r}{dt})"
+
+    def _update(
+        self, n: Node, k: int, env: dict[Node, str], printer: Printer
+    ) -> list[str]:
+        """``out[i] = v`` / ``acc[i, :] += v``: in place when the old array is
+        not needed afterwards, else into a copy."""
+        ind = printer.indent
+        base, value, *index = n.args
+        mode, spec = n.attrs
+        lines = []
+        if n in self.in_place:
+            self.names[n] = target = self.names[base]
+        elif _const_fill(base):
+            target = self._name(n)
+            lines.append(f"{ind}{target} = {self._fill(base)}")
+        else:
+            target = self._name(n)
+            lines.append(f"{ind}{target} = np.copy({self._array_text(base)})")
+        at = []
+        for entry in spec:
+            if entry[0] == "at":
+                at.append(self._scalar_text(index[entry[1]], env))
+            elif entry[0] == "all":
+                at.append(":")
+            else:
+                start = self.dim(entry[1])
+                stop = self.dim(S.add(entry[1], entry[2]))
+                at.append(f"{'' if start == '0' else start}:{stop}")
+        op = "+=" if mode == "add" else "="
+        lines.append(f"{ind}{target}[{', '.join(at)}] {op} {self._value(value, env)}")
+        return lines
+
+    def _loop(self, n: Node, k: int, env: dict[Node, str], printer: Printer) -> list[str]:
+        """A loop node: the state's initial values, then ``for`` (or ``while``)
+        with the body's statements inside (a kernel of its own, printed one
+        level deeper), ending with the new state."""
+        ind = printer.indent
+        body = L.body_of(n)
+        count, init, captured = L.operands(n)
+        lines = [f"{ind}# {body.label}"] if body.label else []
+        state = []
+        for j, (v, a) in enumerate(zip(body.carried, init, strict=True)):
+            item = L.result(n, j)
+            name = self.namer.fresh(self.hints.get(item) or _stem(v.attrs[1]))
+            state.append(name)
+            self.names[item] = name
+            if not v.shape:
+                text = self._scalar_text(a, env)
+            elif _const_fill(a):
+                text = self._fill(a)
+            elif (n, j) in self.no_copy:
+                text = self._array_text(a)
+            else:
+                text = f"np.copy({self._array_text(a)})"
+            lines.append(f"{ind}{name} = {text}")
+            if not v.shape:
+                env[item] = name
+        counter = self.namer.fresh(_stem(body.index.attrs[1]) if body.index.attrs[1] != "_" else "it")
+        bound = {body.index: counter}
+        bound.update(zip(body.carried, state, strict=True))
+        for v, a in zip(body.captured, captured, strict=True):
+            bound[v] = self._value(a, env)
+        trips = None
+        if not (body.bounded and body.test is None and body.stop is None):
+            trips = self.namer.fresh("trips")
+            self.names[L.trips(n)] = trips
+            env[L.trips(n)] = trips
+            lines.append(f"{ind}{trips} = 0")
+        total = self._scalar_text(count, env)
+        if not body.bounded:
+            lines.append(f"{ind}while True:")
+            lines.append(f"{ind * 2}{counter} = {trips}")
+        elif body.reverse:
+            lines.append(f"{ind}for {counter} in range({_minus_one(total)}, -1, -1):")
+        else:
+            lines.append(f"{ind}for {counter} in range({total}):")
+        inner = ind * 2
+        if body.test is not None:
+            test = ArrayKernel(
+                [], [body.test], self.hints, (), (), (), parent=self, bound=bound
+            )
+            test_env = test._scalar_env()
+            test_lines = test.lines(test_env, printer)
+            lines += [ind + t for t in test_lines]
+            lines.append(f"{inner}if not ({test._output_text(body.test, test_env, printer)}):")
+            lines.append(f"{inner}{ind}break")
+        roots = [*body.outputs, *([body.stop] if body.stop is not None else [])]
+        sub = ArrayKernel(
+            [],
+            roots,
+            self.hints,
+            (),
+            (),
+            (),
+            parent=self,
+            bound=bound,
+            owned=frozenset(body.carried),
+        )
+        sub_env = sub._scalar_env()
+        lines += [ind + t for t in sub.lines(sub_env, printer)]
+        stop_text = None
+        if body.stop is not None:
+            stop_text = sub._output_text(body.stop, sub_env, printer)
+            if " " in stop_text or stop_text in state:
+                flag = self.namer.fresh("stop")
+                lines.append(f"{inner}{flag} = {stop_text}")
+                stop_text = flag
+        targets, values = [], []
+        seen: set[str] = set()
+        for name, v, out in zip(state, body.carried, body.outputs, strict=True):
+            text = sub._output_text(out, sub_env, printer)
+            if out.shape and (text in seen or (out.op == "var" and out is not v)):
+                text = f"np.copy({text})"  # two names must not share one array
+            seen.add(text)
+            if text != name:
+                targets.append(name)
+                values.append(text)
+        if len(targets) == 1:
+            lines.append(f"{inner}{targets[0]} = {values[0]}")
+        elif targets:
+            lines.append(f"{inner}{', '.join(targets)} = {', '.join(values)}")
+        if trips is not None:
+            lines.append(f"{inner}{trips} += 1")
+        if stop_text is not None:
+            lines.append(f"{inner}if {stop_text}:")
+            lines.append(f"{inner}{ind}break")
+        return lines
+
+    def _output_text(self, v: Node, env: dict[Node, str], printer: Printer) -> str:
+        if v in self.names:
+            return self.names[v]
+        if v.shape:
+            return self._array_text(v)
+        return printer.expr(v, env)[0]
 
     def _statement(self, n: Node, env: dict[Node, str], printer: Printer) -> list[str]:
         ind = printer.indent
@@ -779,6 +1045,48 @@ class _Reads(dict):  # type: ignore[type-arg]
         new = _Reads(self.kernel)
         new.update(self)
         return new
+
+
+def _reads_first(order: list[Node], forward: set[Node]) -> list[Node]:
+    """``order`` rescheduled so that array updates run as late as they can: the
+    reads of an array's old values come before it is written in place.  Forward
+    values still come first; ties keep ``order``'s order."""
+    position = {n: i for i, n in enumerate(order)}
+    waiting = {n: len({a for a in n.args if a in position}) for n in order}
+    users: dict[Node, list[Node]] = {}
+    for n in order:
+        for a in set(n.args):
+            if a in position:
+                users.setdefault(a, []).append(n)
+
+    def key(n: Node) -> tuple[int, int, int]:
+        return (n not in forward, n.op == "index_update", position[n])
+
+    ready = [key(n) for n in order if waiting[n] == 0]
+    heapq.heapify(ready)
+    out: list[Node] = []
+    while ready:
+        n = order[heapq.heappop(ready)[2]]
+        out.append(n)
+        for u in users.get(n, []):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, key(u))
+    return out
+
+
+def _const_fill(a: Node) -> bool:
+    """An array that is one constant everywhere (zeros for a tape or adjoint)."""
+    return a.op == "broadcast" and a.args[0].op == "const"
+
+
+def _stem(name: str) -> str:
+    """A variable name for generated code from a hint (``"x_bar"``, ``"tape_t2"``)."""
+    return name if name.isidentifier() else "v"
+
+
+def _minus_one(text: str) -> str:
+    return str(int(text) - 1) if text.isdigit() else f"{text} - 1"
 
 
 def _init_max(dtype: str) -> str:

@@ -648,9 +648,77 @@ def attribute(x: Node, name: str) -> Value:
 
 
 # -- indexing --------------------------------------------------------------------------
+def _is_static(item: Value) -> bool:
+    """Whether an integer index is known from shapes and arguments alone."""
+    if not isinstance(item, Node) or item.shape or item.dtype != "int64":
+        return True
+    try:
+        length(item)
+    except Unsupported:
+        return False
+    return True
+
+
+def _expand(x: Node, items: list[Value]) -> list[Value]:
+    """Index items with ``...`` expanded and missing trailing axes filled with ``:``."""
+    full = Static(SliceValue(None, None, None))
+    n_real = sum(
+        1 for i in items if not (isinstance(i, Static) and i.obj in (None, Ellipsis))
+    )
+    out: list[Value] = []
+    for i in items:
+        if isinstance(i, Static) and i.obj is Ellipsis:
+            out.extend([full] * (len(x.shape) - n_real))
+        else:
+            out.append(i)
+    while len(out) < len(x.shape):
+        out.append(full)
+    return out
+
+
+def dynamic_spec(x: Node, key: Value, what: str = "indexing") -> tuple[Any, list[Node]]:
+    """The spec and index operands of ``x[key]`` with run-time integer positions
+    (``x[i]``, ``X[i, :]``, ``acc[i, 1:3]``); slices need constant bounds."""
+    items = _expand(x, list(key) if isinstance(key, tuple) else [key])
+    if len(items) > len(x.shape):
+        raise Unsupported(
+            f"too many indices for an array of dimension {len(x.shape)}",
+            "give at most one index per axis",
+        )
+    spec: list[tuple[Any, ...]] = []
+    index: list[Node] = []
+    for axis, item in enumerate(items):
+        if isinstance(item, Node) and not item.shape and item.dtype in ("int64", "bool"):
+            spec.append(("at", len(index)))
+            index.append(item)
+            continue
+        if isinstance(item, Static) and isinstance(item.obj, SliceValue):
+            sl = item.obj
+            if _none(sl.start) and _none(sl.stop) and _none(sl.step):
+                spec.append(("all",))
+                continue
+            entry = _slice(sl, x.shape[axis], axis)
+            if entry[3] != 1:
+                raise Unsupported(
+                    f"{what} with a run-time index and a stepped slice is not supported",
+                    "use a slice with step 1, or a loop over the positions",
+                )
+            spec.append(("span", entry[1], entry[2]))
+            continue
+        raise Unsupported(
+            f"{what}: with a run-time index, the other indices must be integers "
+            "or slices",
+            "drop `None` here and reshape the result instead",
+        )
+    return tuple(spec), index
+
+
 def index(x: Node, key: Value) -> Node:
     """``x[key]`` for integers, slices, ``None`` and ``...`` (basic indexing)."""
     items = list(key) if isinstance(key, tuple) else [key]
+    if not all(_is_static(i) for i in items):
+        spec, positions = dynamic_spec(x, key)
+        return A.take(x, spec, positions)
     if any((isinstance(i, Node) and i.shape) or isinstance(i, tuple) for i in items):
         raise Unsupported(
             "indexing with an array or a list (fancy indexing) is not supported",

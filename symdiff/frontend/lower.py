@@ -24,11 +24,13 @@ import os
 import sysconfig
 import types
 from dataclasses import dataclass, field
+from typing import Any
 
 from symdiff.custom import custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
 from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.source import FunctionSource, function_source
+from symdiff.frontend.loops import LoopLowering
 from symdiff.frontend.statements import StatementLowering, _local_names
 from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import build as B
@@ -47,6 +49,7 @@ class Frame:
     live: Node = B.TRUE
     returns: list[tuple[Node, Value]] = field(default_factory=list)
     running: bool = True  # False for a frame that only holds parameters
+    loop: Any = None  # the LoopContext of the loop body being lowered, if any
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ def equal_axes(checks: tuple[S.Check, ...]) -> dict[S.Atom, S.Dim]:
     return {a: S.Dim({(find(a),): 1}) for a in parent}
 
 
-class Lowerer(ExpressionLowering, StatementLowering):
+class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
     """Lowers one top-level function (and the helpers it calls) to a ``Traced``."""
 
     def __init__(self) -> None:

@@ -13,31 +13,19 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from symdiff.frontend import arrays as AR
 from symdiff.frontend.expressions import python_value
 from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.ir import arrays as A
 from symdiff.ir import build as B
+from symdiff.ir import shapes as S
 from symdiff.ir.node import Node
 
 if TYPE_CHECKING:
     from symdiff.frontend.lower import Frame
 
-#: ``for`` loops over constant ranges are unrolled up to this many iterations.
-MAX_UNROLL = 10_000
-
 # Statement kinds symdiff rejects, with what to write instead.
 UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
-    ast.While: (
-        "`while` loops are not supported yet",
-        "use `for i in range(n)` with a constant `n`",
-    ),
-    ast.Break: (
-        "`break` is not supported yet",
-        "guard the rest of the loop body with `if` instead",
-    ),
-    ast.Continue: (
-        "`continue` is not supported yet",
-        "guard the rest of the loop body with `if` instead",
-    ),
     ast.Try: (
         "`try` blocks are not supported",
         "remove it: differentiated code must be plain arithmetic",
@@ -79,6 +67,12 @@ def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+            ):
+                names.add(node.value.id)  # `out[i] = v` rebinds `out`
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return names
@@ -140,6 +134,8 @@ class StatementLowering:
                 value = (self.poison,) * len(target.elts)
             for elt, item in zip(target.elts, value, strict=True):
                 self.assign(elt, item)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            self.set_item(target, value, "set")
         else:
             what = {
                 "Subscript": "element assignment",
@@ -161,7 +157,44 @@ class StatementLowering:
         if stmt.value is not None:
             self.assign(stmt.target, self.expr(stmt.value))
 
+    def set_item(self, target: ast.Subscript, value: Value, mode: str) -> None:
+        """``x[key] = value`` (or ``+=``): ``x`` is rebound to the updated array."""
+        name = target.value.id  # type: ignore[attr-defined]
+        base = self.expr(target.value)
+        key = self.expr(target.slice)
+        if base is self.poison or key is self.poison or value is self.poison:
+            return
+        if not (isinstance(base, Node) and base.shape):
+            self.error(
+                target,
+                "element assignment needs an array",
+                "create it first, e.g. `out = np.zeros(n)`",
+            )
+            return
+        if not isinstance(value, Node):
+            self.error(target, "the assigned value must be a number or an array")
+            return
+        try:
+            spec, index = AR.dynamic_spec(base, key, "element assignment")
+            region = A.region(base, spec)
+            if value.shape and value.shape != region:
+                S.broadcast([region, value.shape], lambda: "in element assignment")
+        except (AR.Unsupported, S.ShapeMismatch) as exc:
+            self.error(target, exc.args[0], getattr(exc, "hint", ""))
+            return
+        updated = A.index_update(base, value, spec, index, mode)
+        self.hints.setdefault(updated, name)
+        self.frame.env[name] = updated
+
     def _stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        target = stmt.target
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and isinstance(stmt.op, ast.Add)
+        ):
+            self.set_item(target, self.expr(stmt.value), "add")
+            return
         as_load = ast.copy_location(
             ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value), stmt
         )
@@ -260,58 +293,6 @@ class StatementLowering:
             live0, cond
         ) and live_else is B.logical_and(live0, B.logical_not(cond))
         frame.live = live0 if untouched else B.logical_or(live_then, live_else)
-
-    def _stmt_For(self, stmt: ast.For) -> None:
-        items = self._unroll_items(stmt)
-        if items is None:
-            return
-        for item in items:
-            if self.frame.live is B.FALSE:
-                return
-            self.assign(stmt.target, item)
-            self.block(stmt.body)
-        self.block(stmt.orelse)
-
-    def _unroll_items(self, stmt: ast.For) -> list[Value] | None:
-        hint = (
-            "loops are unrolled for now, so the bounds must be constants; "
-            "loops with run-time bounds are planned"
-        )
-        it = stmt.iter
-        if (
-            isinstance(it, ast.Call)
-            and isinstance(it.func, ast.Name)
-            and it.func.id == "range"
-        ):
-            bounds = [self.expr(a) for a in it.args]
-            if any(b is self.poison for b in bounds):
-                return None
-            if (
-                not all(
-                    isinstance(b, Node) and b.op == "const" and b.dtype == "int64"
-                    for b in bounds
-                )
-                or not 1 <= len(bounds) <= 3
-                or it.keywords
-            ):
-                self.error(it, "`range` bounds must be constant integers", hint)
-                return None
-            rng = range(*(b.value for b in bounds))  # type: ignore[union-attr]
-            if len(rng) > MAX_UNROLL:
-                self.error(
-                    it,
-                    f"a loop of {len(rng)} iterations is too long to unroll "
-                    f"(at most {MAX_UNROLL})",
-                    hint,
-                )
-                return None
-            return [B.constant(i) for i in rng]
-        value = self.expr(it)
-        if isinstance(value, tuple):
-            return list(value)
-        if value is not self.poison:
-            self.error(it, "a `for` loop must run over `range(...)` or a tuple", hint)
-        return None
 
 
 def _as_load(target: ast.expr) -> ast.expr:

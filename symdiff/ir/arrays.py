@@ -274,3 +274,67 @@ def eye(n: Length, m: Length, k: int = 0) -> Node:
 
 def arange(n: Length) -> Node:
     return iota(0, (n,))
+
+
+# -- run-time indices (loops: ``x[i]``, ``out[i] = v``, ``acc[i, :] += v``) ----------
+# A dynamic spec has one entry per axis of the array: ``("at", j)`` (the position is
+# the ``j``-th index operand, an int64 scalar node; negative counts from the end, as
+# in Python), ``("all",)`` (the whole axis) or ``("span", start, length)`` (a slice
+# of step 1 with static bounds).
+def region(x: Node, spec: Spec) -> Shape:
+    """The shape that ``x[spec]`` selects."""
+    out: list[Length] = []
+    for d, e in zip(x.shape, spec, strict=True):
+        if e[0] == "all":
+            out.append(d)
+        elif e[0] == "span":
+            out.append(e[2])
+    return tuple(out)
+
+
+def take(x: Node, spec: Spec, index: Sequence[Node]) -> Node:
+    """``x[i, :, j]``: the region of ``x`` at run-time positions ``index``."""
+    if all(e[0] == "all" for e in spec):
+        return x
+    return make("take", (x, *index), (spec,), shape=region(x, spec), dtype=x.dtype)
+
+
+def index_update(
+    x: Node, v: Node, spec: Spec, index: Sequence[Node], mode: str
+) -> Node:
+    """``x`` with ``x[spec] = v`` (``mode`` "set") or ``x[spec] += v`` ("add"),
+    as a new value: the code generator writes in place when ``x`` is not needed
+    afterwards."""
+    shape = region(x, spec)
+    if v.shape and v.shape != shape:
+        v = broadcast_to(v, shape)
+    if v.dtype != x.dtype and x.dtype == "float64":
+        v = to_float(v)
+    return make("index_update", (x, v, *index), (mode, spec), shape=x.shape, dtype=x.dtype)
+
+
+def fold_index_add(a: Node, b: Node) -> Node | None:
+    """``a + index_add(base, v)`` as ``index_add(a + base, v)``: an adjoint that
+    adds ``x[i]``'s contributions into an accumulator stays one array updated in
+    place (``x_bar[i] += g``), never a zeroed array per contribution."""
+    from symdiff.ir.build import add
+
+    for x, y in ((a, b), (b, a)):
+        if not (
+            y.op == "index_update"
+            and y.attrs[0] == "add"
+            and x.shape == y.shape
+            and x.dtype == y.dtype
+        ):
+            continue
+        chain = []
+        while y.op == "index_update" and y.attrs[0] == "add":
+            chain.append(y)
+            y = y.args[0]
+        acc = add(x, y)
+        for u in reversed(chain):
+            acc = make(
+                "index_update", (acc, *u.args[1:]), u.attrs, shape=u.shape, dtype=u.dtype
+            )
+        return acc
+    return None

@@ -125,6 +125,12 @@ def add(a: Node, b: Node) -> Node:
         return select(a.args[0], add(a.args[1], b.args[1]), add(a.args[2], b.args[2]))
     if b.op == "neg":
         return sub(a, b.args[0])
+    if a.shape and b.shape and "index_update" in (a.op, b.op):
+        from symdiff.ir.arrays import fold_index_add
+
+        folded = fold_index_add(a, b)
+        if folded is not None:
+            return folded
     return _plain("add", a, b)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from symdiff.ir.shapes import Shape
@@ -127,11 +127,14 @@ def is_one(node: Node) -> bool:
     return node.op == "const" and node.attrs[0] == 1
 
 
-def topological(outputs: Iterable[Node]) -> list[Node]:
+def topological(
+    outputs: Iterable[Node], stop: Collection[Node] = frozenset()
+) -> list[Node]:
     """All nodes reachable from ``outputs``, each after its arguments.
 
     The walk is iterative (an explicit stack), so chains of 100 000 nodes are fine.
-    The order is deterministic: arguments are visited left to right.
+    The order is deterministic: arguments are visited left to right.  Nodes in
+    ``stop`` are included but not walked into.
     """
     order: list[Node] = []
     done: set[Node] = set()
@@ -142,7 +145,7 @@ def topological(outputs: Iterable[Node]) -> list[Node]:
         entered = {root}
         while stack:
             node, i = stack[-1]
-            if i < len(node.args):
+            if i < len(node.args) and node not in stop:
                 stack[-1] = (node, i + 1)
                 child = node.args[i]
                 if child not in done and child not in entered:

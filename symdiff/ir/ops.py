@@ -31,6 +31,7 @@ PASS = "passthrough"  # the value of its last operand; only the derivative diffe
 REDUCE = "reduce"  # sum/max/min/prod over axes
 LINALG = "linalg"  # matrix products
 LAYOUT = "layout"  # broadcast, transpose, reshape, indexing: moves elements around
+CONTROL = "control"  # loops (ir/loops.py): a body subgraph run a number of times
 
 # Result-dtype rules.
 FLOAT = "float"  # always float64
@@ -173,6 +174,14 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("amax",     1, REDUCE,         SAME,      None),   # (axes,)
     ("amin",     1, REDUCE,         SAME,      None),   # (axes,)
     ("dot",      2, LINALG,         PROMOTE,   None),   # 1-D/2-D matmul
+    # x[i, :] with run-time integer indices: (array, *indices), attrs (spec,)
+    ("take",    -1, LAYOUT,         SAME,      None),
+    # x with x[i, :] set to / increased by v: (array, v, *indices), (mode, spec)
+    ("index_update", -1, LAYOUT,    SAME,      None),
+    # -- loops (ir/loops.py)
+    ("var",      0, LEAF,           FLOAT,     None),   # a loop body's input
+    ("loop",    -1, CONTROL,        FLOAT,     None),   # (count, *init, *captured)
+    ("item",     1, CONTROL,        FLOAT,     None),   # one result of a loop, (k,)
 ]
 # fmt: on
 
@@ -195,8 +204,11 @@ BOOL_OPS = frozenset(n for n, s in OPS.items() if s.dtype_rule == BOOL)
 #: Ops that act on whole arrays (not element by element): their derivatives are
 #: vector-Jacobian products (rules/arrays.py), never Jacobians.
 ARRAY_OPS = frozenset(
-    n for n, s in OPS.items() if s.kind in (REDUCE, LINALG, LAYOUT)
+    n for n, s in OPS.items() if s.kind in (REDUCE, LINALG, LAYOUT, CONTROL)
 ) | {"dim", "iota"}
+
+#: Loop ops: differentiated as a whole by :mod:`symdiff.ad.loops`, not by a table.
+CONTROL_OPS = frozenset(n for n, s in OPS.items() if s.kind == CONTROL)
 
 
 def result_dtype(op: str, arg_dtypes: list[str]) -> str:

@@ -22,11 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 # An atom: ("shape", param_index, axis) | ("value", param_index) | ("cdiv", Dim, k)
+# | ("div", Dim, Dim) | ("node", Node): a run-time integer (a loop's trip count)
 Atom = tuple[Any, ...]
 Monomial = tuple[Atom, ...]
 
 
 def _atom_key(atom: Atom) -> tuple[Any, ...]:
+    if atom[0] == "node":  # a run-time count (a loop's tape rows)
+        return (4, "")
     if atom[0] in ("cdiv", "div"):
         return (2 if atom[0] == "cdiv" else 3, repr(atom[1]), repr(atom[2]))
     return (0 if atom[0] == "shape" else 1, *atom[1:])
@@ -153,7 +156,7 @@ def format_dim(d: Length, names: Callable[[int], str] | None = None) -> str:
     def atom_text(a: Atom) -> str:
         if a[0] == "shape":
             return f"{name(a[1])}.shape[{a[2]}]"
-        if a[0] == "value":
+        if a[0] in ("value", "node"):
             return name(a[1])
         inner = paren(format_dim(a[1], names))
         if a[0] == "div":

@@ -151,6 +151,42 @@ def _jvp_concat(node: Node, dots: Sequence[Node | None]) -> Node | None:
 
 
 # fmt: off
+def _vjp_take(node: Node, g: Node) -> tuple[Node | None, ...]:
+    x, *index = node.args
+    spec = node.attrs[0]
+    zeros = broadcast_to(ZERO, x.shape)
+    return (A.index_update(zeros, g, spec, index, "add"), *[None] * len(index))
+
+
+def _vjp_index_update(node: Node, g: Node) -> tuple[Node | None, ...]:
+    x, v, *index = node.args
+    mode, spec = node.attrs
+    v_bar = A.unbroadcast(A.take(g, spec, index), v.shape)
+    x_bar = g if mode == "add" else A.index_update(g, ZERO, spec, index, "set")
+    return (x_bar, v_bar, *[None] * len(index))
+
+
+def _jvp_take(node: Node, dots: Sequence[Node | None]) -> Node | None:
+    if dots[0] is None:
+        return None
+    return A.take(dots[0], node.attrs[0], node.args[1:])
+
+
+def _jvp_index_update(node: Node, dots: Sequence[Node | None]) -> Node | None:
+    x, v, *index = node.args
+    xd, vd = dots[0], dots[1]
+    if xd is None and vd is None:
+        return None
+    mode, spec = node.attrs
+    if xd is None:
+        xd = broadcast_to(ZERO, x.shape)
+    if vd is None:
+        if mode == "add":
+            return xd
+        vd = ZERO
+    return A.index_update(xd, vd, spec, index, mode)
+
+
 VJPS: dict[str, Vjp] = {
     "sum":       _vjp_sum,
     "prod":      _vjp_prod,
@@ -164,6 +200,8 @@ VJPS: dict[str, Vjp] = {
     "scatter":   lambda node, g: (A.getitem(g, node.attrs[0]),),
     "concat":    _vjp_concat,
     "pack":      _vjp_pack,
+    "take":      _vjp_take,
+    "index_update": _vjp_index_update,
 }
 
 JVPS: dict[str, Jvp] = {
@@ -179,5 +217,7 @@ JVPS: dict[str, Jvp] = {
     "scatter":   _linear(lambda node, t: A.scatter(t, node.attrs[0], node.shape)),
     "concat":    _jvp_concat,
     "pack":      _jvp_concat,
+    "take":      _jvp_take,
+    "index_update": _jvp_index_update,
 }
 # fmt: on

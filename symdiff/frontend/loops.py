@@ -1,0 +1,574 @@
+"""Lowering loops: ``for`` and ``while`` become loop nodes (``ir/loops.py``).
+
+A loop's body is lowered once, on placeholders: the iteration number, the loop's
+state (every variable the body assigns that exists before the loop) and what it
+reads from outside (captured).  ``if``/``else`` inside is if-converted as anywhere;
+``break`` and ``continue`` record the state where they happen, under the condition
+that reaches them, like ``return`` does at top level; the state at the end of an
+iteration is the select over those records.
+
+A variable whose dtype or shape grows in the body (``s = 0`` then ``s += x[i]``; a
+scalar that becomes an array) is widened and the body lowered again.
+
+Short loops over constants (at most :data:`UNROLL` iterations) and loops over
+tuples are unrolled: the body is lowered once per item, which gives the optimiser
+the most to work with and costs nothing in code size.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from symdiff.frontend.statements import _local_names_of
+from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.ir import arrays as A
+from symdiff.ir import build as B
+from symdiff.ir import loops as L
+from symdiff.ir import shapes as S
+from symdiff.ir.node import DTYPES, Node, topological
+
+if TYPE_CHECKING:
+    from symdiff.frontend.lower import Frame
+
+#: Loops over constant ranges of at most this many iterations are unrolled.
+UNROLL = 8
+
+#: How many times a body is lowered again to widen its state's dtypes and shapes.
+_WIDEN = 4
+
+
+@dataclass
+class LoopContext:
+    """Where ``break`` and ``continue`` leave an iteration: (condition, state)."""
+
+    breaks: list[tuple[Node, dict[str, Value]]] = field(default_factory=list)
+    continues: list[tuple[Node, dict[str, Value]]] = field(default_factory=list)
+
+
+@dataclass
+class Source:
+    """What a ``for`` loop runs over: a trip count and the item of iteration k;
+    ``items`` when it is a constant sequence (unrolled)."""
+
+    count: Node
+    #: item(k, capture): ``capture`` turns a value from outside into the body's
+    #: input for it
+    item: Callable[[Node, Callable[[Value], Value]], Value]
+    items: list[Value] | None = None
+
+
+def _leaves(value: Value) -> list[Node] | None:
+    """The nodes of a (nested) tuple of nodes, or None for anything else."""
+    out: list[Node] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Node):
+            out.append(v)
+        elif isinstance(v, tuple):
+            stack.extend(reversed(v))
+        else:
+            return None
+    return out
+
+
+def _rebuild(shape_of: Value, leaves: list[Node]) -> Value:
+    """``leaves`` arranged as ``shape_of`` (a node or a nested tuple) is."""
+    it = iter(leaves)
+
+    def build(v: Value) -> Value:
+        if isinstance(v, tuple):
+            return tuple(build(x) for x in v)
+        return next(it)
+
+    # tuples nest as deep as the user wrote them: shallow recursion
+    return build(shape_of)
+
+
+def _count(start: Node, stop: Node, step: int) -> Node:
+    """``len(range(start, stop, step))`` for a constant non-zero ``step``."""
+    if step > 0:
+        span = B.apply("sub", stop, start)
+    else:
+        span = B.apply("sub", start, stop)
+    k = abs(step)
+    if k != 1:
+        span = B.apply("floordiv", B.add(span, B.constant(k - 1)), B.constant(k))
+    return B.apply("max", span, B.constant(0))
+
+
+class LoopLowering:
+    """Mixin: ``for``, ``while``, ``break``, ``continue``."""
+
+    frame: Frame
+    hints: dict[Node, str]
+    poison: Node
+    diagnostics: list
+    error: Callable[..., Node]
+    expr: Callable[..., Value]
+    block: Callable[..., None]
+    assign: Callable[..., None]
+    merge: Callable[..., Value]
+    condition: Callable[..., Node]
+
+    # -- for ------------------------------------------------------------------------
+    def _stmt_For(self, stmt: ast.For) -> None:
+        source = self._source(stmt.iter)
+        if source is None:
+            self._poison_loop(stmt)
+            return
+        if source.items is not None:
+            self._unrolled(stmt, source.items)
+            return
+        if stmt.orelse and self._has_break(stmt.body):
+            self.error(
+                stmt.orelse[0],
+                "`for ... else` with `break` is not supported",
+                "set a flag before `break` and test it after the loop",
+            )
+        target = stmt.target
+
+        def bind(k: Node, capture: Callable[[Value], Value]) -> None:
+            self.assign(target, source.item(k, capture))
+
+        self._loop(stmt, source.count, True, bind, None, _hint(target))
+        self.block(stmt.orelse)
+
+    def _unrolled(self, stmt: ast.For, items: list[Value]) -> None:
+        if self._has_break(stmt.body):
+            # unroll with the same machinery: a loop of constant count
+            count = B.constant(len(items))
+            self._loop(
+                stmt,
+                count,
+                True,
+                lambda k, capture: self._bind_item(stmt, capture(tuple(items)), k),
+                None,
+                "_",
+            )
+            self.block(stmt.orelse)
+            return
+        for item in items:
+            if self.frame.live is B.FALSE:
+                return
+            self.assign(stmt.target, item)
+            self.block(stmt.body)
+        self.block(stmt.orelse)
+
+    def _bind_item(self, stmt: ast.For, items: Value, k: Node) -> None:
+        # item k of a short constant sequence of numbers
+        assert isinstance(items, tuple)
+        leaves = [_leaves(v) for v in items]
+        if any(lv is None or len(lv) != 1 for lv in leaves):
+            self.error(
+                stmt.iter,
+                "`break` in a loop over a tuple of non-numbers is not supported",
+                "loop over `range(len(t))` and index the tuple",
+            )
+            self.assign(stmt.target, self.poison)
+            return
+        value = items[-1]
+        for j in range(len(items) - 2, -1, -1):
+            hit = B.apply("eq", k, B.constant(j))
+            value = B.select(hit, items[j], value)  # type: ignore[arg-type]
+        self.assign(stmt.target, value)
+
+    def _source(self, it: ast.expr) -> Source | None:
+        """What ``for ... in it`` iterates over."""
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name):
+            name = it.func.id
+            shadowed = name in self.frame.env or name in self.frame.local_names
+            if name == "range" and not shadowed:
+                return self._range(it)
+            if name == "enumerate" and not shadowed:
+                return self._enumerate(it)
+            if name == "zip" and not shadowed:
+                return self._zip(it)
+        value = self.expr(it)
+        if value is self.poison:
+            return None
+        if isinstance(value, tuple):
+            return Source(B.constant(len(value)), lambda k, c: self.poison, list(value))
+        if isinstance(value, Node) and value.shape:
+            x = value
+            spec = (("at", 0), *(("all",),) * (len(x.shape) - 1))
+            return Source(
+                A.dim(x.shape[0]) if not isinstance(x.shape[0], int)
+                else B.constant(x.shape[0]),
+                lambda k, capture: A.take(capture(x), spec, (k,)),  # type: ignore[arg-type]
+            )
+        self.error(
+            it,
+            "a `for` loop must run over `range(...)`, an array, a tuple, "
+            "`enumerate(...)` or `zip(...)`",
+            "loop over `range(len(x))` and index with `x[i]`",
+        )
+        return None
+
+    def _range(self, it: ast.Call) -> Source | None:
+        bounds = [self.expr(a) for a in it.args]
+        if any(b is self.poison for b in bounds):
+            return None
+        if it.keywords or not 1 <= len(bounds) <= 3:
+            self.error(it, "`range` takes 1 to 3 positional arguments")
+            return None
+        ok = all(
+            isinstance(b, Node) and not b.shape and b.dtype in ("int64", "bool")
+            for b in bounds
+        )
+        if not ok:
+            self.error(
+                it,
+                "`range` bounds must be integers",
+                "use int arguments, len(x), x.shape[k] or integer constants",
+            )
+            return None
+        nodes: list[Node] = bounds  # type: ignore[assignment]
+        if len(nodes) == 1:
+            start, stop, step = B.constant(0), nodes[0], B.constant(1)
+        elif len(nodes) == 2:
+            start, stop, step = nodes[0], nodes[1], B.constant(1)
+        else:
+            start, stop, step = nodes
+        if step.op != "const" or step.value == 0:
+            self.error(
+                it.args[2] if len(it.args) > 2 else it,
+                "a `range` step must be a non-zero integer constant",
+                "write the step as a literal, like `range(0, n, 2)`",
+            )
+            return None
+        k_step = int(step.value)
+        if all(b.op == "const" for b in nodes):
+            rng = range(*(int(b.value) for b in nodes))
+            if len(rng) <= UNROLL:
+                return Source(
+                    B.constant(len(rng)),
+                    lambda k, c: self.poison,
+                    [B.constant(i) for i in rng],
+                )
+        count = _count(start, stop, k_step)
+
+        def item(k: Node, capture: Callable[[Value], Value]) -> Node:
+            first: Node = capture(start)  # type: ignore[assignment]
+            return B.add(first, B.apply("mul", k, step) if k_step != 1 else k)
+
+        return Source(count, item)
+
+    def _enumerate(self, it: ast.Call) -> Source | None:
+        if len(it.args) not in (1, 2) or it.keywords:
+            self.error(it, "`enumerate` takes an iterable and an optional start")
+            return None
+        inner = self._source(it.args[0])
+        if inner is None:
+            return None
+        start: Value = B.constant(0)
+        if len(it.args) == 2:
+            start = self.expr(it.args[1])
+            if not (isinstance(start, Node) and start.dtype == "int64" and not start.shape):
+                self.error(it.args[1], "the start of `enumerate` must be an integer")
+                return None
+        first: Node = start  # type: ignore[assignment]
+        items = None
+        if inner.items is not None:
+            items = [
+                (B.add(first, B.constant(j)), v) for j, v in enumerate(inner.items)
+            ]
+        def item(k: Node, capture: Callable[[Value], Value]) -> Value:
+            return (B.add(capture(first), k), inner.item(k, capture))  # type: ignore[arg-type]
+
+        return Source(inner.count, item, items)
+
+    def _zip(self, it: ast.Call) -> Source | None:
+        if not it.args or it.keywords:
+            self.error(it, "`zip` takes one or more iterables")
+            return None
+        parts = [self._source(a) for a in it.args]
+        if any(p is None for p in parts):
+            return None
+        sources: list[Source] = parts  # type: ignore[assignment]
+        if all(p.items is not None for p in sources):
+            rows = list(zip(*(p.items for p in sources), strict=False))  # type: ignore[misc]
+            return Source(
+                B.constant(len(rows)), lambda k, c: self.poison, [tuple(r) for r in rows]
+            )
+        count = sources[0].count
+        for p in sources[1:]:
+            count = B.apply("min", count, p.count)
+
+        def item(k: Node, capture: Callable[[Value], Value]) -> Value:
+            return tuple(p.item(k, capture) for p in sources)
+
+        return Source(count, item)
+
+    # -- while ----------------------------------------------------------------------
+    def _stmt_While(self, stmt: ast.While) -> None:
+        if stmt.orelse and self._has_break(stmt.body):
+            self.error(
+                stmt.orelse[0],
+                "`while ... else` with `break` is not supported",
+                "set a flag before `break` and test it after the loop",
+            )
+        self._loop(stmt, B.constant(-1), False, lambda k, c: None, stmt.test, "k")
+        self.block(stmt.orelse)
+
+    # -- break / continue -------------------------------------------------------------
+    def _stmt_Break(self, stmt: ast.Break) -> None:
+        self._leave(stmt, "breaks")
+
+    def _stmt_Continue(self, stmt: ast.Continue) -> None:
+        self._leave(stmt, "continues")
+
+    def _leave(self, stmt: ast.stmt, kind: str) -> None:
+        ctx: LoopContext | None = getattr(self.frame, "loop", None)
+        if ctx is None:
+            word = "break" if kind == "breaks" else "continue"
+            self.error(stmt, f"`{word}` outside a loop")
+            return
+        getattr(ctx, kind).append((self.frame.live, dict(self.frame.env)))
+        self.frame.live = B.FALSE
+
+    @staticmethod
+    def _has_break(body: list[ast.stmt]) -> bool:
+        """A ``break`` of this loop (not of a loop nested in it)."""
+        stack: list[ast.AST] = list(body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Break):
+                return True
+            if isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+                if isinstance(node, (ast.For, ast.While)):
+                    stack.extend(node.orelse)
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _poison_loop(self, stmt: ast.For | ast.While) -> None:
+        for name in _local_names_of(stmt.body) | _local_names_of([stmt.target] if isinstance(stmt, ast.For) else []):  # type: ignore[list-item]
+            self.frame.env.setdefault(name, self.poison)
+
+    # -- the loop itself ----------------------------------------------------------------
+    def _loop(
+        self,
+        stmt: ast.For | ast.While,
+        count: Node,
+        bounded: bool,
+        bind: Callable[[Node, Callable[[Value], Value]], None],
+        test: ast.expr | None,
+        index_hint: str,
+    ) -> None:
+        frame = self.frame
+        env0 = frame.env
+        assigned = _local_names_of(stmt.body)
+        targets = _local_names_of([stmt.target]) if isinstance(stmt, ast.For) else set()  # type: ignore[list-item]
+        state_names = []
+        for name in sorted(assigned - targets):
+            value = env0.get(name)
+            if value is None or isinstance(value, (Static, Undefined)):
+                continue
+            leaves = _leaves(value)
+            if leaves is None or any(v is self.poison for v in leaves):
+                continue
+            state_names.append(name)
+        init_values = {name: env0[name] for name in state_names}
+        init = [leaf for name in state_names for leaf in _leaves(init_values[name]) or []]
+        leaf_names = [
+            name for name in state_names for _ in _leaves(init_values[name]) or []
+        ]
+        kinds = [(v.dtype, v.shape) for v in init]
+        label = _label(stmt, frame)
+        for _attempt in range(_WIDEN):
+            reported = len(self.diagnostics)
+            outcome = self._lower_body(
+                stmt, env0, state_names, init_values, leaf_names, kinds, bind, test, index_hint
+            )
+            if outcome is None:  # errors reported
+                frame.env = env0
+                self._poison_loop(stmt)
+                return
+            body_parts, outputs, captured_outer = outcome
+            wider = [
+                _widen(k, (out.dtype, out.shape)) for k, out in zip(kinds, outputs, strict=True)
+            ]
+            if any(w is None for w in wider):
+                bad = next(i for i, w in enumerate(wider) if w is None)
+                self.error(
+                    stmt,
+                    f"`{leaf_names[bad]}` changes shape inside the loop, from "
+                    f"{list(kinds[bad][1])} to {list(outputs[bad].shape)}",
+                    "a variable the loop updates must keep its shape; use a new name",
+                )
+                frame.env = env0
+                self._poison_loop(stmt)
+                return
+            if wider == kinds:
+                break
+            del self.diagnostics[reported:]
+            kinds = wider  # type: ignore[assignment]
+        index, carried, captured_vars, test_node, stop = body_parts
+        init = [_fit(v, dt, shape) for v, (dt, shape) in zip(init, kinds, strict=True)]
+        body = L.Body(
+            index,
+            tuple(carried),
+            tuple(captured_vars),
+            tuple(outputs),
+            test_node,
+            stop,
+            bounded,
+            False,
+            label,
+        )
+        node = L.loop(count, init, captured_outer, body)
+        results = L.results(node)
+        for r, name in zip(results, leaf_names, strict=True):
+            self.hints.setdefault(r, name)
+        frame.env = dict(env0)
+        at = 0
+        for name in state_names:
+            n_leaves = len(_leaves(init_values[name]) or [])
+            frame.env[name] = _rebuild(init_values[name], results[at : at + n_leaves])
+            at += n_leaves
+        for name in sorted((assigned | targets) - set(state_names)):
+            frame.env[name] = Undefined(name, stmt.lineno, "loop")
+
+    def _lower_body(
+        self,
+        stmt: ast.For | ast.While,
+        env0: dict[str, Value],
+        state_names: list[str],
+        init_values: dict[str, Value],
+        leaf_names: list[str],
+        kinds: list[tuple[str, S.Shape]],
+        bind: Callable[[Node, Callable[[Value], Value]], None],
+        test: ast.expr | None,
+        index_hint: str,
+    ) -> tuple[tuple, list[Node], list[Node]] | None:
+        frame = self.frame
+        reported = len(self.diagnostics)
+        index = L.var(index_hint, (), "int64")
+        carried = [L.var(n, shape, dt) for n, (dt, shape) in zip(leaf_names, kinds, strict=True)]
+        captured: dict[Node, Node] = {}
+
+        def capture(value: Value, name: str = "") -> Value:
+            if isinstance(value, tuple):
+                return tuple(capture(v, name) for v in value)
+            name = name or self.hints.get(value, "c") if isinstance(value, Node) else name
+            if not isinstance(value, Node) or value.op in ("const", "dim") or value is self.poison:
+                return value
+            if value not in captured:
+                captured[value] = L.var(name, value.shape, value.dtype)
+            return captured[value]
+
+        env: dict[str, Value] = {}
+        for name, value in env0.items():
+            if name not in init_values:
+                env[name] = capture(value, name)
+        at = 0
+        for name in state_names:
+            n_leaves = len(_leaves(init_values[name]) or [])
+            env[name] = _rebuild(init_values[name], carried[at : at + n_leaves])
+            at += n_leaves
+        for v, name in zip(carried, leaf_names, strict=True):
+            self.hints.setdefault(v, name)
+        saved = (frame.env, frame.live, frame.returns, getattr(frame, "loop", None))
+        ctx = LoopContext()
+        frame.env, frame.live, frame.returns = env, B.TRUE, []
+        frame.loop = ctx
+        test_node = None
+        try:
+            if test is not None:
+                t = self.condition(test, self.expr(test, test=True))
+                if t.op == "const" and t.value:
+                    t = None  # `while True`: only `break` ends it
+                test_node = t
+            bind(index, capture)
+            self.block(stmt.body)
+            returned = frame.returns
+            end = (frame.live, frame.env)
+        finally:
+            frame.env, frame.live, frame.returns, frame.loop = saved
+        if returned:
+            self.error(
+                stmt,
+                "`return` inside a loop is not supported",
+                "`break` out of the loop and return after it",
+            )
+        if len(self.diagnostics) > reported:
+            return None
+        records = [*ctx.breaks, *ctx.continues]
+        if end[0] is not B.FALSE:
+            records.append(end)
+        stop = None
+        for live, _ in ctx.breaks:
+            stop = live if stop is None else B.logical_or(stop, live)
+        outputs: list[Node] = []
+        if not records:  # every path breaks at once
+            records = [(B.TRUE, ctx.breaks[0][1])] if ctx.breaks else [(B.TRUE, env)]
+        for name in state_names:
+            value = records[-1][1].get(name, env[name])
+            for live, rec_env in reversed(records[:-1]):
+                value = self.merge(stmt, live, rec_env.get(name, env[name]), value)
+            if isinstance(value, Undefined):
+                value = env[name]
+            leaves = _leaves(value)
+            expected = len(_leaves(init_values[name]) or [])
+            if leaves is None or len(leaves) != expected:
+                self.error(
+                    stmt,
+                    f"`{name}` changes from {expected} value(s) to something else "
+                    "inside the loop",
+                    "a variable the loop updates must keep its structure",
+                )
+                return None
+            outputs.extend(leaves)
+        outputs = [
+            _fit(o, dt, shape) if _widen((dt, shape), (o.dtype, o.shape)) == (dt, shape) else o
+            for o, (dt, shape) in zip(outputs, kinds, strict=True)
+        ]
+        roots = [*outputs, *(n for n in (test_node, stop) if n is not None)]
+        used = set(topological(roots))
+        outer = [o for o, v in captured.items() if v in used]
+        captured_vars = [captured[o] for o in outer]
+        for o, v in zip(outer, captured_vars, strict=True):
+            self.hints.setdefault(v, self.hints.get(o, v.attrs[1]))
+        return (index, carried, captured_vars, test_node, stop), outputs, outer
+
+
+def _widen(
+    kind: tuple[str, S.Shape], out: tuple[str, S.Shape]
+) -> tuple[str, S.Shape] | None:
+    """The dtype and shape a loop variable needs to hold both ``kind`` and ``out``."""
+    dt = max(kind[0], out[0], key=DTYPES.index)
+    if dt == "bool" and kind[0] != out[0]:
+        dt = "int64"
+    if kind[1] == out[1]:
+        return dt, kind[1]
+    try:
+        shape = S.broadcast([kind[1], out[1]])
+    except S.ShapeMismatch:
+        return None
+    return dt, shape
+
+
+def _fit(v: Node, dtype: str, shape: S.Shape) -> Node:
+    if v.dtype != dtype:
+        v = B.to_float(v) if dtype == "float64" else B.apply("add", v, B.constant(0))
+    if v.shape != shape:
+        v = B.broadcast_to(v, shape)
+    return v
+
+
+def _hint(target: ast.expr) -> str:
+    return target.id if isinstance(target, ast.Name) else "k"
+
+
+def _label(stmt: ast.For | ast.While, frame: Frame) -> str:
+    if isinstance(stmt, ast.For):
+        head = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}"
+    else:
+        head = f"while {ast.unparse(stmt.test)}"
+    source = frame.source
+    return f"{head}  ({source.display_file}:{stmt.lineno})"
+
