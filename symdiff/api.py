@@ -89,9 +89,21 @@ def _argnums(argnums: Any) -> int | tuple[int, ...]:
 
 
 def _transform(
-    kind: str, fun: Callable[..., Any] | None, argnums: Any, has_aux: bool, target: str
+    kind: str,
+    fun: Callable[..., Any] | None,
+    argnums: Any,
+    has_aux: bool,
+    target: str,
+    checkpoint: int | None = None,
 ) -> Any:
-    spec = Spec(kind, _argnums(argnums), bool(has_aux))
+    if checkpoint is not None and (
+        isinstance(checkpoint, bool) or not isinstance(checkpoint, int) or checkpoint < 1
+    ):
+        raise ValueError(
+            f"checkpoint must be a positive int (iterations between saved loop "
+            f"states), got {checkpoint!r}"
+        )
+    spec = Spec(kind, _argnums(argnums), bool(has_aux), checkpoint=checkpoint)
     if fun is None:
         return lambda f: Compiled(f, spec, target)
     return Compiled(fun, spec, target)
@@ -103,6 +115,7 @@ def grad(
     has_aux: bool = False,
     *,
     target: str = "cpu",
+    checkpoint: int | None = None,
 ) -> Any:
     """Gradient of a scalar function, as a compiled function.
 
@@ -118,6 +131,11 @@ def grad(
     target : {"cpu", "python"}, default "cpu"
         ``"cpu"`` compiles with Numba; ``"python"`` runs the generated source as
         plain Python.
+    checkpoint : int, optional
+        For loops: keep the loop's state every ``checkpoint`` iterations instead
+        of a tape row per iteration, and recompute each segment's tape during the
+        backward pass (one more forward pass; tape memory ``n / checkpoint``
+        states plus one segment).  ``None`` tapes every iteration.
 
     Returns
     -------
@@ -134,7 +152,7 @@ def grad(
     >>> f(2.0, 0.0)
     (0.0, 2.0)
     """
-    return _transform("grad", fun, argnums, has_aux, target)
+    return _transform("grad", fun, argnums, has_aux, target, checkpoint)
 
 
 def value_and_grad(
@@ -143,6 +161,7 @@ def value_and_grad(
     has_aux: bool = False,
     *,
     target: str = "cpu",
+    checkpoint: int | None = None,
 ) -> Any:
     """Value and gradient of a scalar function, from one fused kernel.
 
@@ -160,7 +179,7 @@ def value_and_grad(
     >>> symdiff.value_and_grad(lambda x: x ** 3)(2.0)
     (8.0, 12.0)
     """
-    return _transform("value_and_grad", fun, argnums, has_aux, target)
+    return _transform("value_and_grad", fun, argnums, has_aux, target, checkpoint)
 
 
 def jvp(

@@ -13,6 +13,8 @@ from symdiff.custom import custom_vjp
 from symdiff.errors import SHAPE_MARK, ArgumentError, ShapeError
 from symdiff.frontend.lower import Traced, trace
 from symdiff.frontend.source import function_source
+from symdiff.ir.loops import tape_arrays
+from symdiff.ir.node import Node, topological
 from symdiff.kernel import Kernel, build_kernel
 from symdiff.transforms import PLANNERS, Spec, choose_mode, leaves, rebuild
 
@@ -472,6 +474,43 @@ class Compiled:
         return kernel
 
     # -- inspection -----------------------------------------------------------------
+    def tape_bytes(self, *args: Any) -> int:
+        """Bytes of tape a call with ``args`` allocates for its loops.
+
+        Reverse mode through a loop stores, per iteration, the values its
+        backward loop reads (``symdiff.grad(..., checkpoint=K)``: the loop state
+        every ``K`` iterations, plus one segment's tape).  0 when the kernel has
+        no tape.
+
+        Raises
+        ------
+        ValueError
+            When a ``while`` loop is taped: its size is known only once it ran
+            (the message gives the bytes per iteration).
+        """
+        if len(args) != self._nparams:
+            args = self._bind(args, {})
+        kernel = self._kernel(self._dtypes(args)[0])
+        total = 0
+        for _loop, tape, top in tape_arrays(kernel.outputs):
+            per_row = _ITEMSIZE[tape.dtype]
+            rows = None
+            for k, d in enumerate(tape.shape):
+                size = _length_value(d, args, top)
+                if size is None and k == 0:
+                    rows = d
+                    continue
+                if size is None:
+                    raise ValueError("a tape's size depends on values inside a loop")
+                per_row *= size
+            if rows is not None:
+                raise ValueError(
+                    f"the tape of a `while` loop grows with its trip count: "
+                    f"{per_row} bytes per iteration"
+                )
+            total += per_row
+        return total
+
     @property
     def kernel(self) -> Kernel:
         """The most recently used kernel (built for float arguments if none yet)."""
@@ -550,3 +589,67 @@ class Compiled:
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "bool": 1}
+
+
+def _length_value(d: Any, args: tuple[Any, ...], top: bool) -> int | None:
+    """The value of a length at a call with ``args``; None when it is known only
+    while the kernel runs (a ``while`` loop's trip count).  Inside a loop body, a
+    ``min(K, ...)`` counts as ``K`` (a bound: one checkpointing segment)."""
+    if isinstance(d, int):
+        return d
+    total = 0
+    for monomial, coeff in d.terms:
+        term = coeff
+        for a in monomial:
+            if a[0] == "shape":
+                v: int | None = int(np.shape(args[a[1]])[a[2]])
+            elif a[0] == "value":
+                v = int(args[a[1]])
+            elif a[0] == "node":
+                v = _node_value(a[1], args)
+            else:
+                inner = _length_value(a[1], args, top)
+                v = None if inner is None else (
+                    -(-inner // a[2]) if a[0] == "cdiv" else inner // a[2]
+                )
+            if v is None:
+                return None
+            term *= v
+        total += term
+    return total
+
+
+def _node_value(root: Node, args: tuple[Any, ...]) -> int | None:
+    """An integer node's value at a call with ``args`` (None: not known before
+    the kernel runs); ``min`` with an unknown side is its known side."""
+    values: dict[Node, int | None] = {}
+    for n in topological([root]):
+        a = [values.get(x) for x in n.args]
+        if n.op == "const":
+            values[n] = int(n.value)
+        elif n.op == "param":
+            values[n] = int(args[n.attrs[0]])
+        elif n.op == "dim":
+            values[n] = _length_value(n.attrs[0], args, True)
+        elif n.op == "min" and (a[0] is None) != (a[1] is None):
+            values[n] = a[0] if a[0] is not None else a[1]
+        elif any(v is None for v in a) or n.op not in _INT_OPS:
+            values[n] = None
+        else:
+            values[n] = int(_INT_OPS[n.op](*a))
+    return values[root]
+
+
+_INT_OPS: dict[str, Callable[..., int]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "max": max,
+    "min": min,
+    "neg": lambda a: -a,
+}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symdiff import __version__
+from symdiff.ad.loops import CHECKPOINT
 from symdiff.backend.jit import compile_kernel, load_source, python_kernel
 from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.printer import Printer
@@ -96,7 +97,11 @@ def build_kernel(
     tracer = getattr(fun, "__symdiff_trace__", None)
     traced = tracer(dtypes) if tracer is not None else trace(fun, dtypes)
     t1 = time.perf_counter()
-    plan = _one_loop_each(PLANNERS[spec.kind](traced, spec))
+    token = CHECKPOINT.set(spec.checkpoint)
+    try:
+        plan = _one_loop_each(PLANNERS[spec.kind](traced, spec))
+    finally:
+        CHECKPOINT.reset(token)
     outputs = leaves(plan.returns)
     names = leaves(plan.names)
     sched = schedule(plan.params, outputs, plan.hints, names, first=plan.primal)

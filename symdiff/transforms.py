@@ -34,6 +34,9 @@ class Spec:
     argnums: int | tuple[int, ...] = 0
     has_aux: bool = False
     mode: str = "auto"
+    #: reverse mode through loops: keep the loop state every ``checkpoint``
+    #: iterations and recompute the rest (None: a tape row per iteration)
+    checkpoint: int | None = None
 
     @property
     def wrt(self) -> tuple[int, ...]:

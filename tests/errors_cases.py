@@ -78,8 +78,10 @@ def uses_list_comprehension(x):
 
 def many_problems(x, y):
     total = 0.0
-    while total < 10.0:
+    for _ in range(20):
         total = total + x
+        if total > 10.0:
+            return total + 1.0
     cube = lambda v: v * v * v
     powers = [y**p for p in range(4)]
     return total * y
@@ -185,7 +187,7 @@ def calls_recursive(x):
 
 def helper_with_while(t):
     while t > 1.0:
-        t = t / 2.0
+        return t / 2.0
     return t
 
 

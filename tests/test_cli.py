@@ -671,15 +671,15 @@ def test_missing_file(command, tmp_path):
 @pytest.mark.parametrize("command", COMMANDS)
 def test_unsupported_construct(command, tmp_path):
     extra = ["-o", str(tmp_path / "x.py")] if command == "compile" else []
-    result = run(command, f"{CASES}:uses_while", *extra, code=1)
-    line = line_of("while x > 1.0:")
+    result = run(command, f"{CASES}:uses_try", *extra, code=1)
+    line = line_of("    try:")
     kind = "jit" if command == "compile" else command
     assert result.stderr == (
-        "Error: cannot differentiate `uses_while`: 1 problem found\n\n"
-        f"{CASES}:{line}:5: `while` loops are not supported yet\n"
-        "    while x > 1.0:\n"
-        "    ^~~~~~~~~~~~~~\n"
-        "  help: use `for i in range(n)` with a constant `n`\n"
+        "Error: cannot differentiate `uses_try`: 1 problem found\n\n"
+        f"{CASES}:{line}:5: `try` blocks are not supported\n"
+        "    try:\n"
+        "    ^~~~\n"
+        "  help: remove it: differentiated code must be plain arithmetic\n"
     ), kind
 
 
@@ -799,9 +799,9 @@ def test_errors_as_json():
     }
     emitted = run("grad", f"{CASES}:pol", "--emit", "json", code=2)
     assert json.loads(emitted.stdout) == json.loads(result.stdout)
-    failed = json.loads(run("graph", f"{CASES}:uses_while", "--json", code=1).stdout)
+    failed = json.loads(run("graph", f"{CASES}:uses_try", "--json", code=1).stdout)
     assert failed["exit_code"] == 1
-    assert failed["error"].startswith("cannot differentiate `uses_while`")
+    assert failed["error"].startswith("cannot differentiate `uses_try`")
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -835,9 +835,9 @@ def test_the_console_script():
     assert "\x1b[" not in proc.stdout  # a pipe is not a terminal
     colored = _shell("symdiff", "--color", "grad", f"{CASES}:poly")
     assert "\x1b[" in colored.stdout and click.unstyle(colored.stdout) == proc.stdout
-    bad = _shell("symdiff", "grad", f"{CASES}:uses_while")
+    bad = _shell("symdiff", "grad", f"{CASES}:uses_try")
     assert bad.returncode == 1 and bad.stdout == ""
-    assert bad.stderr.startswith("Error: cannot differentiate `uses_while`")
+    assert bad.stderr.startswith("Error: cannot differentiate `uses_try`")
     assert "Traceback" not in bad.stderr
     usage = _shell("symdiff", "grad", f"{CASES}:poly", "--wrt", "q")
     assert usage.returncode == 2 and "Traceback" not in usage.stderr

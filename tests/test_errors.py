@@ -149,25 +149,11 @@ def inlined_from(caller: str, call_snippet: str) -> str:
 
 
 # -- unsupported statements -------------------------------------------------------------
-def test_while_loop():
-    err = translation_error(cases.uses_while, 3.0)
-    diag = single(err, "uses_while")
-    check_diagnostic(
-        err,
-        diag,
-        "`while` loops are not supported yet",
-        "while x > 1.0:",
-        "while",
-        hint="use `for i in range(n)` with a constant `n`",
-    )
-    line, col = locate("while x > 1.0:")
-    assert str(err) == (
-        f"{header('uses_while', 1)}\n\n"
-        f"{display_file()}:{line}:{col}: `while` loops are not supported yet\n"
-        "    while x > 1.0:\n"
-        "    ^~~~~~~~~~~~~~\n"
-        "  help: use `for i in range(n)` with a constant `n`"
-    )
+def test_while_loop_is_compiled_as_a_loop():
+    grad = symdiff.grad(cases.uses_while)
+    assert grad(3.0) == 0.25  # 3 -> 1.5 -> 0.75: x / 4
+    assert grad(0.5) == 1.0
+    assert "while True:" in grad.source
 
 
 def test_try_block():
@@ -290,11 +276,11 @@ def test_all_problems_are_reported_together_in_source_order():
     assert str(err).startswith(header("many_problems", 3) + "\n\n")
     expected = [
         (
-            "`while` loops are not supported yet",
-            "while total < 10.0:",
-            "while",
-            "use `for i in range(n)` with a constant `n`",
-            None,
+            "`return` inside a loop is not supported",
+            "return total + 1.0",
+            "return",
+            "`break` out of the loop and return after it",
+            len("return total + 1.0"),
         ),
         (
             "a `lambda` inside the function is not supported",
@@ -748,10 +734,10 @@ def test_error_inside_an_inlined_helper():
     check_diagnostic(
         err,
         single(err, "calls_bad_helper"),
-        "`while` loops are not supported yet",
-        "while t > 1.0:",
-        "while",
-        hint="use `for i in range(n)` with a constant `n`",
+        "`return` inside a loop is not supported",
+        "return t / 2.0",
+        "return",
+        hint="`break` out of the loop and return after it",
         notes=(inlined_from("calls_bad_helper", "return helper_with_while(x) * 2.0"),),
     )
     note_line = locate("return helper_with_while(x) * 2.0")[0]
@@ -765,10 +751,10 @@ def test_error_two_helpers_deep_lists_the_call_chain():
     check_diagnostic(
         err,
         single(err, "calls_helper_twice_removed"),
-        "`while` loops are not supported yet",
-        "while t > 1.0:",
-        "while",
-        hint="use `for i in range(n)` with a constant `n`",
+        "`return` inside a loop is not supported",
+        "return t / 2.0",
+        "return",
+        hint="`break` out of the loop and return after it",
         notes=(
             inlined_from("middle_helper", "return helper_with_while(u) + 1.0"),
             inlined_from("calls_helper_twice_removed", "return middle_helper(x) * x"),
@@ -795,10 +781,10 @@ def test_helper_inlined_twice_on_one_line_is_reported_once():
     check_diagnostic(
         err,
         single(err, "helper_twice_on_one_line"),
-        "`while` loops are not supported yet",
-        "while t > 1.0:",
-        "while",
-        hint="use `for i in range(n)` with a constant `n`",
+        "`return` inside a loop is not supported",
+        "return t / 2.0",
+        "return",
+        hint="`break` out of the loop and return after it",
         notes=(
             inlined_from(
                 "helper_twice_on_one_line",
@@ -808,20 +794,12 @@ def test_helper_inlined_twice_on_one_line_is_reported_once():
     )
 
 
-def test_range_of_an_argument():
-    err = translation_error(cases.range_of_argument, 2.0, 3)
-    check_diagnostic(
-        err,
-        single(err, "range_of_argument"),
-        "`range` bounds must be constant integers",
-        "for i in range(n):",
-        "range(n)",
-        hint=(
-            "loops are unrolled for now, so the bounds must be constants; loops with "
-            "run-time bounds are planned"
-        ),
-        width=len("range(n)"),
-    )
+def test_range_of_an_argument_is_a_loop_of_that_many_trips():
+    grad = symdiff.grad(cases.range_of_argument)
+    assert grad(2.0, 3) == 3.0
+    assert grad(2.0, 0) == 0.0
+    assert grad(2.0, 1000) == 1000.0
+    assert "for i_1 in range(" in grad.source
 
 
 # -- the exception hierarchy --------------------------------------------------------

@@ -89,9 +89,7 @@ def loop_jvp(node: Node, dots: Sequence[Node | None]) -> dict[int, Node]:
     state = [k for k in range(n) if active[k]]
     if not state:
         return {}
-    t_carried = [
-        L.var(v.attrs[1] + "_dot", v.shape, "float64") for v in body.carried
-    ]
+    t_carried = [L.var(v.attrs[1] + "_dot", v.shape, "float64") for v in body.carried]
     t_captured = {
         j: L.var(v.attrs[1] + "_dot", v.shape, "float64")
         for j, v in enumerate(body.captured)
@@ -111,18 +109,18 @@ def loop_jvp(node: Node, dots: Sequence[Node | None]) -> dict[int, Node]:
         body.reverse,
         body.label,
         _extension(body, n, len(init) + len(state)),
+        body.tapes,
     )
-    t_init = [
-        init_dots[k] if init_dots[k] is not None else L.zeros(init[k].shape, "float64")
-        for k in state
-    ]
-    t_init = [broadcast_to(t, init[k].shape) for t, k in zip(t_init, state, strict=True)]
-    tangent = L.loop(
-        count,
-        [*init, *t_init],
-        [*captured, *(cap_dots[j] for j in t_captured)],  # type: ignore[misc]
-        new_body,
-    )
+    t_init: list[Node] = []
+    for k in state:
+        d = init_dots[k]
+        t_init.append(
+            broadcast_to(d, init[k].shape)
+            if d is not None
+            else L.zeros(init[k].shape, "float64")
+        )
+    t_cap: list[Node] = [d for d in cap_dots if d is not None]
+    tangent = L.loop(count, [*init, *t_init], [*captured, *t_cap], new_body)
     return {k: L.result(tangent, n + m) for m, k in enumerate(state)}
 
 
@@ -132,7 +130,11 @@ def _extension(
     """Where a base loop's operands and results sit in a loop that appends
     ``n_state_new - n_state`` carried values (operands: count, init..., captured...)."""
     n_cap = len(base.captured)
-    where = (0, *range(1, 1 + n_state), *range(1 + n_state_new, 1 + n_state_new + n_cap))
+    where = (
+        0,
+        *range(1, 1 + n_state),
+        *range(1 + n_state_new, 1 + n_state_new + n_cap),
+    )
     results = (*range(n_state), n_state_new)  # the trip count comes after the state
     return base, where, results
 
@@ -145,7 +147,7 @@ def loop_vjp(
     from symdiff.ad.reverse import vjp_graph
 
     body = L.body_of(node)
-    count, init, captured = L.operands(node)
+    _count, init, captured = L.operands(node)
     n = len(init)
     init_active = list(active_args[1 : 1 + n])
     cap_active = list(active_args[1 + n :])
@@ -160,12 +162,20 @@ def loop_vjp(
         return [None] * len(node.args)
     # the body's adjoint: the state's adjoints in, the state's and the captured
     # values' contributions out
-    c_bar = {k: L.var(body.carried[k].attrs[1] + "_bar", body.carried[k].shape) for k in state}
-    z_bar = {j: L.var(body.captured[j].attrs[1] + "_bar", body.captured[j].shape) for j in caps}
+    c_bar = {
+        k: L.var(body.carried[k].attrs[1] + "_bar", body.carried[k].shape)
+        for k in state
+    }
+    z_bar = {
+        j: L.var(body.captured[j].attrs[1] + "_bar", body.captured[j].shape)
+        for j in caps
+    }
     wrt = [body.carried[k] for k in state] + [body.captured[j] for j in caps]
     adj = vjp_graph([(body.outputs[k], c_bar[k]) for k in state], wrt)
     new_state = list(adj.grads[: len(state)])
-    sums = [add(z_bar[j], g) for j, g in zip(caps, adj.grads[len(state) :], strict=True)]
+    sums = [
+        add(z_bar[j], g) for j, g in zip(caps, adj.grads[len(state) :], strict=True)
+    ]
     back_outputs = [*new_state, *sums]
     # the tape: the frontier of forward values the backward body reads
     forward = set(body.nodes())
@@ -174,22 +184,33 @@ def loop_vjp(
     seen: set[Node] = set()
     stack = list(reversed(back_outputs))
     while stack:
-        m = stack.pop()
-        if m in seen:
+        top = stack.pop()
+        if top in seen:
             continue
-        seen.add(m)
-        if m in forward and m not in available and m.op != "const":
-            frontier.append(m)
+        seen.add(top)
+        if top in forward and top not in available and top.op != "const":
+            frontier.append(top)
             continue
-        stack.extend(reversed(m.args))
+        stack.extend(reversed(top.args))
     frontier.sort(key=_order_key(body))
     checkpoint = CHECKPOINT.get()
     if checkpoint is not None and body.bounded and body.stop is None:
         return _checkpointed(
-            node, cotangents, state, caps, c_bar, z_bar, back_outputs, frontier, checkpoint
+            node,
+            cotangents,
+            state,
+            caps,
+            c_bar,
+            z_bar,
+            back_outputs,
+            frontier,
+            checkpoint,
         )
     taping, rows = _taping_loop(node, frontier)
-    tape_vars = [L.var("tape_" + _hint(r), (count_dim(rows), *r.shape), r.dtype) for r in frontier]
+    tape_vars = [
+        L.var("tape_" + _hint(r), (count_dim(rows), *r.shape), r.dtype)
+        for r in frontier
+    ]
     reads = {
         r: A.take(t, (("at", 0), *(("all",),) * len(r.shape)), (body.index,))
         for r, t in zip(frontier, tape_vars, strict=True)
@@ -206,9 +227,9 @@ def loop_vjp(
         label="backward: " + body.label,
     )
     tapes = [L.result(taping, n + m) for m in range(len(frontier))]
-    back_init = [
-        _cotangent(cotangents.get(k), body.carried[k]) for k in state
-    ] + [L.zeros(body.captured[j].shape, "float64") for j in caps]
+    back_init = [_cotangent(cotangents.get(k), body.carried[k]) for k in state] + [
+        L.zeros(body.captured[j].shape, "float64") for j in caps
+    ]
     backward = L.loop(
         rows,
         back_init,
@@ -221,6 +242,11 @@ def loop_vjp(
     for m, j in enumerate(caps):
         out[1 + n + j] = L.result(backward, len(state) + m)
     return out
+
+
+def spec_row(v: Node) -> A.Spec:
+    """The spec of row ``k`` of a tape of ``v`` (``tape[k, :]``)."""
+    return (("at", 0), *(("all",),) * len(v.shape))
 
 
 def _cotangent(g: Node | None, v: Node) -> Node:
@@ -283,6 +309,7 @@ def _taping_loop(node: Node, frontier: list[Node]) -> tuple[Node, Node]:
         body.reverse,
         body.label,
         _extension(body, n, n + len(frontier)) if ext else None,
+        tuple(range(n, n + len(frontier))),
     )
     tape_init = [L.zeros(t.shape, t.dtype) for t in tape_vars]
     taping = L.loop(rows_count, [*init, *tape_init], captured, new_body)
@@ -309,12 +336,19 @@ def _checkpointed(
     segments = apply("floordiv", add(count, constant(every - 1)), K)
     seg_dim = count_dim(segments)
     # forward: the state at the start of each segment, saved by the loop itself
-    saves = [L.var("saved_" + _hint(v), (seg_dim, *v.shape), v.dtype) for v in body.carried]
+    saves = [
+        L.var("saved_" + _hint(v), (seg_dim, *v.shape), v.dtype) for v in body.carried
+    ]
     at_start = apply("eq", apply("mod", body.index, K), constant(0))
     seg_of = apply("floordiv", body.index, K)
-    spec_row = lambda v: (("at", 0), *(("all",),) * len(v.shape))  # noqa: E731
     writes = [
-        A.index_update(s, select(at_start, v, A.take(s, spec_row(v), (seg_of,))), spec_row(v), (seg_of,), "set")
+        A.index_update(
+            s,
+            select(at_start, v, A.take(s, spec_row(v), (seg_of,))),
+            spec_row(v),
+            (seg_of,),
+            "set",
+        )
         for s, v in zip(saves, body.carried, strict=True)
     ]
     fwd_body = L.Body(
@@ -328,12 +362,17 @@ def _checkpointed(
         body.reverse,
         body.label,
         _extension(body, n, 2 * n),
+        tuple(range(n, 2 * n)),
     )
-    forward = L.loop(count, [*init, *(L.zeros(s.shape, s.dtype) for s in saves)], captured, fwd_body)
+    forward = L.loop(
+        count, [*init, *(L.zeros(s.shape, s.dtype) for s in saves)], captured, fwd_body
+    )
     saved = [L.result(forward, n + k) for k in range(n)]
     # backward, segment by segment: restore, re-tape K iterations, run them back
     s_index = L.var("segment", (), "int64")
-    s_saved = [L.var(_hint(v) + "_saved", (seg_dim, *v.shape), v.dtype) for v in body.carried]
+    s_saved = [
+        L.var(_hint(v) + "_saved", (seg_dim, *v.shape), v.dtype) for v in body.carried
+    ]
     s_caps = [L.var(_hint(v), v.shape, v.dtype) for v in body.captured]
     s_state = [L.var(_hint(c_bar[k]), c_bar[k].shape) for k in state]
     s_acc = [L.var(_hint(z_bar[j]), z_bar[j].shape) for j in caps]
@@ -361,8 +400,12 @@ def _checkpointed(
         (*inner_caps, start_var),
         (*moved[:n], *writes),
         label="recompute a segment: " + body.label,
+        tapes=tuple(range(n, n + len(frontier))),
     )
-    restored = [A.take(s, spec_row(v), (s_index,)) for s, v in zip(s_saved, body.carried, strict=True)]
+    restored = [
+        A.take(s, spec_row(v), (s_index,))
+        for s, v in zip(s_saved, body.carried, strict=True)
+    ]
     inner_fwd = L.loop(
         seg_len,
         [*restored, *(L.zeros(t.shape, t.dtype) for t in tape_vars)],
@@ -377,7 +420,8 @@ def _checkpointed(
     b_caps = [L.var(_hint(v), v.shape, v.dtype) for v in body.captured]
     b_start = L.var("start", (), "int64")
     reads: dict[Node, Node] = {
-        r: A.take(t, spec_row(r), (j_var,)) for r, t in zip(frontier, b_tapes, strict=True)
+        r: A.take(t, spec_row(r), (j_var,))
+        for r, t in zip(frontier, b_tapes, strict=True)
     }
     reads[body.index] = apply("add", b_start, j_var)
     reads.update(zip(body.captured, b_caps, strict=True))

@@ -408,7 +408,7 @@ class ArrayKernel:
                 self.in_place.add(n)
                 root[n] = root.get(n.args[0], n.args[0])
             elif self.kinds[n] == "loop":
-                count, init, _ = L.operands(n)
+                _count, init, _ = L.operands(n)
                 for j, a in enumerate(init):
                     if a.shape and not _const_fill(a) and self._owned_after(a, n, k):
                         if init.index(a) == j:  # the same array twice: copy the second
@@ -428,9 +428,7 @@ class ArrayKernel:
             return False
         if a.op != "var" and a not in self.stored:
             return False
-        return all(
-            pos < k or m is user for pos, m in self.readers.get(a, [])
-        )
+        return all(pos < k or m is user for pos, m in self.readers.get(a, []))
 
     def _buffer(self, m: Node, unit: int, ind: str) -> str:
         """The allocation of ``m``'s array: a dead buffer of its shape, or new."""
@@ -515,7 +513,9 @@ class ArrayKernel:
                 else:
                     i = next(it)
                     start = entry[1]
-                    out.append(i if start == 0 else f"{i} + {self._paren(self.dim(start))}")
+                    out.append(
+                        i if start == 0 else f"{i} + {self._paren(self.dim(start))}"
+                    )
             return src, out
         if node.op == "transpose":
             perm = node.attrs[0]
@@ -692,7 +692,9 @@ class ArrayKernel:
         lines.append(f"{ind}{target}[{', '.join(at)}] {op} {self._value(value, env)}")
         return lines
 
-    def _loop(self, n: Node, k: int, env: dict[Node, str], printer: Printer) -> list[str]:
+    def _loop(
+        self, n: Node, k: int, env: dict[Node, str], printer: Printer
+    ) -> list[str]:
         """A loop node: the state's initial values, then ``for`` (or ``while``)
         with the body's statements inside (a kernel of its own, printed one
         level deeper), ending with the new state."""
@@ -717,7 +719,9 @@ class ArrayKernel:
             lines.append(f"{ind}{name} = {text}")
             if not v.shape:
                 env[item] = name
-        counter = self.namer.fresh(_stem(body.index.attrs[1]) if body.index.attrs[1] != "_" else "it")
+        counter = self.namer.fresh(
+            _stem(body.index.attrs[1]) if body.index.attrs[1] != "_" else "it"
+        )
         bound = {body.index: counter}
         bound.update(zip(body.carried, state, strict=True))
         for v, a in zip(body.captured, captured, strict=True):
@@ -744,7 +748,9 @@ class ArrayKernel:
             test_env = test._scalar_env()
             test_lines = test.lines(test_env, printer)
             lines += [ind + t for t in test_lines]
-            lines.append(f"{inner}if not ({test._output_text(body.test, test_env, printer)}):")
+            lines.append(
+                f"{inner}if not ({test._output_text(body.test, test_env, printer)}):"
+            )
             lines.append(f"{inner}{ind}break")
         roots = [*body.outputs, *([body.stop] if body.stop is not None else [])]
         sub = ArrayKernel(

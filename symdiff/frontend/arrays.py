@@ -688,7 +688,11 @@ def dynamic_spec(x: Node, key: Value, what: str = "indexing") -> tuple[Any, list
     spec: list[tuple[Any, ...]] = []
     index: list[Node] = []
     for axis, item in enumerate(items):
-        if isinstance(item, Node) and not item.shape and item.dtype in ("int64", "bool"):
+        if (
+            isinstance(item, Node)
+            and not item.shape
+            and item.dtype in ("int64", "bool")
+        ):
             spec.append(("at", len(index)))
             index.append(item)
             continue
@@ -700,7 +704,8 @@ def dynamic_spec(x: Node, key: Value, what: str = "indexing") -> tuple[Any, list
             entry = _slice(sl, x.shape[axis], axis)
             if entry[3] != 1:
                 raise Unsupported(
-                    f"{what} with a run-time index and a stepped slice is not supported",
+                    f"{what} with a run-time index and a stepped slice is not "
+                    "supported",
                     "use a slice with step 1, or a loop over the positions",
                 )
             spec.append(("span", entry[1], entry[2]))

@@ -196,7 +196,8 @@ class LoopLowering:
             x = value
             spec = (("at", 0), *(("all",),) * (len(x.shape) - 1))
             return Source(
-                A.dim(x.shape[0]) if not isinstance(x.shape[0], int)
+                A.dim(x.shape[0])
+                if not isinstance(x.shape[0], int)
                 else B.constant(x.shape[0]),
                 lambda k, capture: A.take(capture(x), spec, (k,)),  # type: ignore[arg-type]
             )
@@ -267,7 +268,9 @@ class LoopLowering:
         start: Value = B.constant(0)
         if len(it.args) == 2:
             start = self.expr(it.args[1])
-            if not (isinstance(start, Node) and start.dtype == "int64" and not start.shape):
+            if not (
+                isinstance(start, Node) and start.dtype == "int64" and not start.shape
+            ):
                 self.error(it.args[1], "the start of `enumerate` must be an integer")
                 return None
         first: Node = start  # type: ignore[assignment]
@@ -276,6 +279,7 @@ class LoopLowering:
             items = [
                 (B.add(first, B.constant(j)), v) for j, v in enumerate(inner.items)
             ]
+
         def item(k: Node, capture: Callable[[Value], Value]) -> Value:
             return (B.add(capture(first), k), inner.item(k, capture))  # type: ignore[arg-type]
 
@@ -292,7 +296,9 @@ class LoopLowering:
         if all(p.items is not None for p in sources):
             rows = list(zip(*(p.items for p in sources), strict=False))  # type: ignore[misc]
             return Source(
-                B.constant(len(rows)), lambda k, c: self.poison, [tuple(r) for r in rows]
+                B.constant(len(rows)),
+                lambda k, c: self.poison,
+                [tuple(r) for r in rows],
             )
         count = sources[0].count
         for p in sources[1:]:
@@ -346,10 +352,12 @@ class LoopLowering:
         return False
 
     def _poison_loop(self, stmt: ast.For | ast.While) -> None:
-        for name in _local_names_of(stmt.body) | _local_names_of([stmt.target] if isinstance(stmt, ast.For) else []):  # type: ignore[list-item]
+        for name in _local_names_of(stmt.body) | _local_names_of(
+            [stmt.target] if isinstance(stmt, ast.For) else []
+        ):  # type: ignore[list-item]
             self.frame.env.setdefault(name, self.poison)
 
-    # -- the loop itself ----------------------------------------------------------------
+    # -- the loop itself ------------------------------------------------------------
     def _loop(
         self,
         stmt: ast.For | ast.While,
@@ -373,7 +381,9 @@ class LoopLowering:
                 continue
             state_names.append(name)
         init_values = {name: env0[name] for name in state_names}
-        init = [leaf for name in state_names for leaf in _leaves(init_values[name]) or []]
+        init = [
+            leaf for name in state_names for leaf in _leaves(init_values[name]) or []
+        ]
         leaf_names = [
             name for name in state_names for _ in _leaves(init_values[name]) or []
         ]
@@ -382,7 +392,15 @@ class LoopLowering:
         for _attempt in range(_WIDEN):
             reported = len(self.diagnostics)
             outcome = self._lower_body(
-                stmt, env0, state_names, init_values, leaf_names, kinds, bind, test, index_hint
+                stmt,
+                env0,
+                state_names,
+                init_values,
+                leaf_names,
+                kinds,
+                bind,
+                test,
+                index_hint,
             )
             if outcome is None:  # errors reported
                 frame.env = env0
@@ -390,7 +408,8 @@ class LoopLowering:
                 return
             body_parts, outputs, captured_outer = outcome
             wider = [
-                _widen(k, (out.dtype, out.shape)) for k, out in zip(kinds, outputs, strict=True)
+                _widen(k, (out.dtype, out.shape))
+                for k, out in zip(kinds, outputs, strict=True)
             ]
             if any(w is None for w in wider):
                 bad = next(i for i, w in enumerate(wider) if w is None)
@@ -448,14 +467,23 @@ class LoopLowering:
         frame = self.frame
         reported = len(self.diagnostics)
         index = L.var(index_hint, (), "int64")
-        carried = [L.var(n, shape, dt) for n, (dt, shape) in zip(leaf_names, kinds, strict=True)]
+        carried = [
+            L.var(n, shape, dt)
+            for n, (dt, shape) in zip(leaf_names, kinds, strict=True)
+        ]
         captured: dict[Node, Node] = {}
 
         def capture(value: Value, name: str = "") -> Value:
             if isinstance(value, tuple):
                 return tuple(capture(v, name) for v in value)
-            name = name or self.hints.get(value, "c") if isinstance(value, Node) else name
-            if not isinstance(value, Node) or value.op in ("const", "dim") or value is self.poison:
+            name = (
+                name or self.hints.get(value, "c") if isinstance(value, Node) else name
+            )
+            if (
+                not isinstance(value, Node)
+                or value.op in ("const", "dim")
+                or value is self.poison
+            ):
                 return value
             if value not in captured:
                 captured[value] = L.var(name, value.shape, value.dtype)
@@ -485,16 +513,9 @@ class LoopLowering:
                 test_node = t
             bind(index, capture)
             self.block(stmt.body)
-            returned = frame.returns
             end = (frame.live, frame.env)
         finally:
             frame.env, frame.live, frame.returns, frame.loop = saved
-        if returned:
-            self.error(
-                stmt,
-                "`return` inside a loop is not supported",
-                "`break` out of the loop and return after it",
-            )
         if len(self.diagnostics) > reported:
             return None
         records = [*ctx.breaks, *ctx.continues]
@@ -524,7 +545,9 @@ class LoopLowering:
                 return None
             outputs.extend(leaves)
         outputs = [
-            _fit(o, dt, shape) if _widen((dt, shape), (o.dtype, o.shape)) == (dt, shape) else o
+            _fit(o, dt, shape)
+            if _widen((dt, shape), (o.dtype, o.shape)) == (dt, shape)
+            else o
             for o, (dt, shape) in zip(outputs, kinds, strict=True)
         ]
         roots = [*outputs, *(n for n in (test_node, stop) if n is not None)]
@@ -571,4 +594,3 @@ def _label(stmt: ast.For | ast.While, frame: Frame) -> str:
         head = f"while {ast.unparse(stmt.test)}"
     source = frame.source
     return f"{head}  ({source.display_file}:{stmt.lineno})"
-

@@ -29,8 +29,8 @@ from typing import Any
 from symdiff.custom import custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
 from symdiff.frontend.expressions import ExpressionLowering, python_value
-from symdiff.frontend.source import FunctionSource, function_source
 from symdiff.frontend.loops import LoopLowering
+from symdiff.frontend.source import FunctionSource, function_source
 from symdiff.frontend.statements import StatementLowering, _local_names
 from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import build as B

@@ -202,6 +202,14 @@ class StatementLowering:
         self.assign(stmt.target, self.expr(as_load))
 
     def _stmt_Return(self, stmt: ast.Return) -> None:
+        if self.frame.loop is not None:
+            self.error(
+                stmt,
+                "`return` inside a loop is not supported",
+                "`break` out of the loop and return after it",
+            )
+            self.frame.live = B.FALSE
+            return
         if stmt.value is None:
             self.error(stmt, "`return` without a value", "return the function's result")
             value: Value = self.poison

@@ -310,7 +310,9 @@ def index_update(
         v = broadcast_to(v, shape)
     if v.dtype != x.dtype and x.dtype == "float64":
         v = to_float(v)
-    return make("index_update", (x, v, *index), (mode, spec), shape=x.shape, dtype=x.dtype)
+    return make(
+        "index_update", (x, v, *index), (mode, spec), shape=x.shape, dtype=x.dtype
+    )
 
 
 def fold_index_add(a: Node, b: Node) -> Node | None:
@@ -334,7 +336,11 @@ def fold_index_add(a: Node, b: Node) -> Node | None:
         acc = add(x, y)
         for u in reversed(chain):
             acc = make(
-                "index_update", (acc, *u.args[1:]), u.attrs, shape=u.shape, dtype=u.dtype
+                "index_update",
+                (acc, *u.args[1:]),
+                u.attrs,
+                shape=u.shape,
+                dtype=u.dtype,
             )
         return acc
     return None

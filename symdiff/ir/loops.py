@@ -70,6 +70,9 @@ class Body:
         with body ``base`` computes, and more (a tangent or a tape): where the
         base loop's operands are among this loop's operands, and its results among
         this loop's results.  :func:`merge_extensions` then runs one loop, not two.
+    tapes : tuple of int
+        Which carried values are tapes (rows written by reverse mode, or saved
+        states for checkpointing): what :func:`tape_bytes` counts.
     """
 
     index: Node
@@ -82,6 +85,7 @@ class Body:
     reverse: bool = False
     label: str = ""
     extends: tuple[Body, tuple[int, ...], tuple[int, ...]] | None = None
+    tapes: tuple[int, ...] = ()
 
     def roots(self) -> list[Node]:
         """Every node the body computes a value for."""
@@ -92,7 +96,9 @@ class Body:
         return topological(self.roots())
 
 
-def loop(count: Node, init: Sequence[Node], captured: Sequence[Node], body: Body) -> Node:
+def loop(
+    count: Node, init: Sequence[Node], captured: Sequence[Node], body: Body
+) -> Node:
     """The loop node running ``body`` from ``init`` (``count`` times at most)."""
     if len(init) != len(body.carried) or len(captured) != len(body.captured):
         raise ValueError("a loop's operands must match its body's inputs")
@@ -211,3 +217,19 @@ def zeros(shape: Shape, dtype: str) -> Node:
 
     zero = {"float64": 0.0, "int64": 0, "bool": False}[dtype]
     return broadcast_to(constant(zero), shape) if shape else constant(zero)
+
+
+def tape_arrays(roots: Sequence[Node]) -> list[tuple[Node, Node, bool]]:
+    """Every tape in the graph of ``roots``, in loops nested at any depth:
+    ``(loop, tape var, top_level)``."""
+    out: list[tuple[Node, Node, bool]] = []
+    stack: list[tuple[list[Node], bool]] = [(list(roots), True)]
+    while stack:
+        nodes, top = stack.pop()
+        for n in topological(nodes):
+            if n.op != "loop":
+                continue
+            body = body_of(n)
+            out.extend((n, body.carried[k], top) for k in body.tapes)
+            stack.append((body.roots(), False))
+    return out

@@ -159,7 +159,7 @@ def _vjp_take(node: Node, g: Node) -> tuple[Node | None, ...]:
 
 
 def _vjp_index_update(node: Node, g: Node) -> tuple[Node | None, ...]:
-    x, v, *index = node.args
+    _x, v, *index = node.args
     mode, spec = node.attrs
     v_bar = A.unbroadcast(A.take(g, spec, index), v.shape)
     x_bar = g if mode == "add" else A.index_update(g, ZERO, spec, index, "set")
@@ -173,7 +173,7 @@ def _jvp_take(node: Node, dots: Sequence[Node | None]) -> Node | None:
 
 
 def _jvp_index_update(node: Node, dots: Sequence[Node | None]) -> Node | None:
-    x, v, *index = node.args
+    x, _v, *index = node.args
     xd, vd = dots[0], dots[1]
     if xd is None and vd is None:
         return None
