@@ -96,9 +96,8 @@ def _transform(
     target: str,
     checkpoint: int | None = None,
 ) -> Any:
-    if checkpoint is not None and (
-        isinstance(checkpoint, bool) or not isinstance(checkpoint, int) or checkpoint < 1
-    ):
+    bad = isinstance(checkpoint, bool) or not isinstance(checkpoint, int)
+    if checkpoint is not None and (bad or checkpoint < 1):
         raise ValueError(
             f"checkpoint must be a positive int (iterations between saved loop "
             f"states), got {checkpoint!r}"

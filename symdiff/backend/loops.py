@@ -710,6 +710,10 @@ class ArrayKernel:
             self.names[item] = name
             if not v.shape:
                 text = self._scalar_text(a, env)
+            elif j in body.tapes and _const_fill(a):
+                # every row a later reader reads is written first
+                shape = self.shape_text(a.shape)
+                text = f"np.empty({shape}{_DTYPE_ARG[a.dtype]})"
             elif _const_fill(a):
                 text = self._fill(a)
             elif (n, j) in self.no_copy:
