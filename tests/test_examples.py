@@ -126,6 +126,58 @@ def _seed000():
     return out
 
 
+def _pendulum():
+    """autograd on the example's own code, with math.sin/cos bound to autograd's."""
+    import autograd
+    import autograd.numpy as anp
+
+    module = _load_example("pendulum_rk4")
+    shim = types.SimpleNamespace(sin=anp.sin, cos=anp.cos)
+    names = dict(vars(module), np=anp, math=shim)
+    for name, obj in list(names.items()):
+        if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
+            names[name] = types.FunctionType(obj.__code__, names, obj.__name__)
+    energy = names["pendulum_energy"]
+    value, grads = autograd.value_and_grad(energy, (0, 1, 2))(*module.POINT)
+    out = {"E": float(value)}
+    for name, g in zip(("damping", "length", "theta0"), grads, strict=True):
+        out[f"dE/d{name}"] = float(g)
+    return out
+
+
+def _lennard_jones():
+    """Energy and forces of the example's particles, by hand in NumPy."""
+    import numpy as np
+
+    module = _load_example("lennard_jones")
+    X, eps, sigma = module.make_positions(), module.EPS, module.SIGMA
+    D = X[:, None, :] - X[None, :, :]
+    r2 = np.sum(D * D, axis=2)
+    np.fill_diagonal(r2, np.inf)
+    s = (sigma**2 / r2) ** 3
+    F = np.sum((24 * eps * (2 * s**2 - s) / r2)[:, :, None] * D, axis=1)
+    return {
+        "E": 0.5 * np.sum(4 * eps * (s**2 - s)),
+        "|F|": np.linalg.norm(F),
+        "F[0, 0]": F[0, 0],
+    }
+
+
+def _rnn():
+    def args(m):
+        (W, U, b), _, xs, _ = m.make_data()
+        return (W, U, b, xs)
+
+    labels = ["rnn loss", "|d/dW|", "|d/dU|", "|d/db|"]
+    out = _by_autograd("rnn", "rnn_loss", args, (0, 1, 2), labels)
+    module = _load_example("rnn")  # the other two losses, run by NumPy
+    (W, U, b), V, xs, ys = module.make_data()
+    lstm_params, lstm_xs = module.make_lstm_data()
+    out["readout loss"] = module.rnn_readout_loss(W, U, b, V, xs, ys)
+    out["lstm loss"] = module.lstm_loss(*lstm_params, lstm_xs)
+    return out
+
+
 EXPECTED: dict[str, dict[str, float]] = {
     "quickstart.py": _quickstart(),
     "seed001_partial.py": {"df/dx(2, 3)": 11.0, "df/dy(2, 3)": -12.0},
@@ -136,6 +188,9 @@ EXPECTED: dict[str, dict[str, float]] = {
     "mlp.py": _mlp(),
     "gmm.py": _gmm(),
     "seed000_block.py": _seed000(),
+    "pendulum_rk4.py": _pendulum(),
+    "lennard_jones.py": _lennard_jones(),
+    "rnn.py": _rnn(),
     # w1, b1, w2, b2, w3, b3 = 0.5, 0.1, -1.2, 0.9, 2.0, -0.4 at x = 0.5, y = 1:
     # a1 = 0.35, a2 = 0.48, f = 0.56, dL/df = -0.44, dL/da2 = -0.88,
     # dL/da1 = -0.88 * -1.2 = 1.056

@@ -13,7 +13,7 @@ import sympy
 from symdiff.backend.printer import TEMPLATES
 from symdiff.ir import build as B
 from symdiff.ir.node import make
-from symdiff.ir.ops import ARRAY_OPS, LEAF, OPS, evaluate
+from symdiff.ir.ops import ARRAY_OPS, CONTROL_OPS, LEAF, OPS, evaluate
 from symdiff.rules import PARTIALS, partials
 from symdiff.rules.arrays import JVPS, VJPS
 from symdiff.symbolic import SYMPY, to_sympy
@@ -22,7 +22,9 @@ NON_LEAF = {
     name for name, spec in OPS.items() if spec.kind != LEAF and name not in ARRAY_OPS
 }
 #: Array ops with operands: a VJP and a JVP each (checked in tests/test_arrays.py).
-ARRAY_NON_LEAF = {name for name in ARRAY_OPS if OPS[name].kind != LEAF}
+ARRAY_NON_LEAF = {
+    name for name in ARRAY_OPS if OPS[name].kind != LEAF and name not in CONTROL_OPS
+}
 
 # op -> domain of each float argument (low, high); None: no derivative to check.
 SPECS = {
@@ -92,6 +94,13 @@ def test_every_op_is_in_every_table():
 def test_every_array_op_has_a_vjp_and_a_jvp():
     assert set(VJPS) == ARRAY_NON_LEAF
     assert set(JVPS) == ARRAY_NON_LEAF
+
+
+def test_loop_ops_are_differentiated_as_a_whole():
+    """``loop``/``item`` have no table rule: reverse and forward mode hand a loop
+    all its results' derivatives at once (ad/loops.py)."""
+    assert CONTROL_OPS == {"loop", "item"}
+    assert not CONTROL_OPS & (set(VJPS) | set(JVPS))
 
 
 def test_every_array_op_has_a_code_generator():

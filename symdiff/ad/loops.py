@@ -98,6 +98,7 @@ def loop_jvp(node: Node, dots: Sequence[Node | None]) -> dict[int, Node]:
     seeds = [(body.carried[k], t_carried[k]) for k in state]
     seeds += [(body.captured[j], t) for j, t in t_captured.items()]
     outs, _ = jvp_graph([body.outputs[k] for k in state], seeds)
+    outs = tuple(_like(t, body.carried[k]) for t, k in zip(outs, state, strict=True))
     new_body = L.Body(
         body.index,
         (*body.carried, *(t_carried[k] for k in state)),
@@ -172,9 +173,12 @@ def loop_vjp(
     }
     wrt = [body.carried[k] for k in state] + [body.captured[j] for j in caps]
     adj = vjp_graph([(body.outputs[k], c_bar[k]) for k in state], wrt)
-    new_state = list(adj.grads[: len(state)])
+    new_state = [
+        _like(g, body.carried[k]) for g, k in zip(adj.grads, state, strict=False)
+    ]
     sums = [
-        add(z_bar[j], g) for j, g in zip(caps, adj.grads[len(state) :], strict=True)
+        add(z_bar[j], _like(g, body.captured[j]))
+        for j, g in zip(caps, adj.grads[len(state) :], strict=True)
     ]
     back_outputs = [*new_state, *sums]
     # the tape: the frontier of forward values the backward body reads
@@ -244,6 +248,16 @@ def loop_vjp(
     return out
 
 
+def _like(g: Node, v: Node) -> Node:
+    """``g`` with ``v``'s shape: lengths that the kernel checks are equal
+    (``W.shape[1]`` and 2) may be spelled differently in the two."""
+    if g.shape == v.shape:
+        return g
+    if len(g.shape) != len(v.shape):
+        return broadcast_to(g, v.shape)
+    return A.reshape(g, v.shape)
+
+
 def spec_row(v: Node) -> A.Spec:
     """The spec of row ``k`` of a tape of ``v`` (``tape[k, :]``)."""
     return (("at", 0), *(("all",),) * len(v.shape))
@@ -273,7 +287,7 @@ def _recomputable(body: L.Body, forward: set[Node]) -> set[Node]:
     free = {body.index, *body.captured}
     out: set[Node] = set()
     for n in topological(body.roots()):
-        if n in free or n.op == "const":
+        if n in free or n.op in ("const", "dim"):
             out.add(n)
         elif n.args and n.op not in ("loop", "item") and all(a in out for a in n.args):
             out.add(n)

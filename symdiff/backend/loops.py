@@ -796,6 +796,8 @@ class ArrayKernel:
         if stop_text is not None:
             lines.append(f"{inner}if {stop_text}:")
             lines.append(f"{inner}{ind}break")
+        if not lines[-1].startswith(inner):
+            lines.append(f"{inner}pass  # the state is the same in every iteration")
         return lines
 
     def _output_text(self, v: Node, env: dict[Node, str], printer: Printer) -> str:
