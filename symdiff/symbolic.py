@@ -110,6 +110,12 @@ def to_sympy(value: Any) -> Any:
             memo[node] = _num(node.value)
         elif node.op == "param":
             memo[node] = symbol(node)
+        elif node.op in ("loop", "item", "var"):
+            raise OutputError(
+                "this kernel runs a loop, which has no closed form as formulas\n"
+                "  help: read the generated code (.source, --emit source) or the "
+                "graph (.ir, --emit ir)"
+            )
         elif node.op not in SYMPY:
             raise OutputError(
                 f"`{node.op}` works on whole arrays and has no SymPy form yet, so "

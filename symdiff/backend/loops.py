@@ -615,7 +615,12 @@ class ArrayKernel:
             default=-1,
         )
         for k, unit in enumerate(self.units):
-            if section and k == last_forward + 1 and 0 <= last_forward:
+            labelled = (
+                unit.node is not None
+                and unit.node.op == "loop"
+                and L.body_of(unit.node).label.startswith(section or "-")
+            )
+            if section and k == last_forward + 1 and 0 <= last_forward and not labelled:
                 body.append(f"{ind}# {section}")
             if unit.node is not None and self.kinds[unit.node] == "loop":
                 body.extend(self._loop(unit.node, k, env, printer))

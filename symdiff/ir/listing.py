@@ -16,7 +16,7 @@ def _dtype_tag(node: Node, names: Any) -> str:
     return tag
 
 
-def _attrs(node: Node, names: Any) -> str:
+def _attrs(node: Node, names: Any, number: Mapping[Node, int] | None = None) -> str:
     """The static part of an array op: ``X.shape[0]``, ``axes=(1,)``, ``[1:n]``."""
     op = node.op
     if op == "dim":
@@ -29,7 +29,30 @@ def _attrs(node: Node, names: Any) -> str:
         return f"axis={node.attrs[0]}"
     if op in ("getitem", "scatter"):
         return "[" + ", ".join(_index(e, names) for e in node.attrs[0]) + "]"
+    if op in ("take", "index_update"):
+        spec = node.attrs[-1]
+        first = 1 if op == "take" else 2
+        at = [
+            f"%{(number or {}).get(node.args[first + e[1]], '?')}"
+            if e[0] == "at"
+            else ":"
+            if e[0] == "all"
+            else f"{format_dim(e[1], names)}:{format_dim(add(e[1], e[2]), names)}"
+            for e in spec
+        ]
+        mode = f"{node.attrs[0]} " if op == "index_update" else ""
+        return f"{mode}[{', '.join(at)}]"
+    if op == "item":
+        return f"#{node.attrs[0]}"
+    if op == "loop":
+        return f"({body_label(node)})"
     return ""
+
+
+def body_label(node: Node) -> str:
+    from symdiff.ir.loops import body_of
+
+    return body_of(node).label or "loop"
 
 
 def _index(entry: tuple[Any, ...], names: Any) -> str:
@@ -69,21 +92,62 @@ def listing(
         return by_index.get(i, f"p{i}")
 
     number: dict[Node, int] = {}
-    lines = []
-    for node in topological([*params, *outputs]):
+    lines: list[str] = []
+    _block([*params, *outputs], number, lines, hints, names, "")
+    for name, out in zip(output_names, outputs, strict=True):
+        lines.append(f"return {name} = %{number[out]}")
+    return "\n".join(lines)
+
+
+def _block(
+    roots: Sequence[Node],
+    number: dict[Node, int],
+    lines: list[str],
+    hints: Mapping[Node, str],
+    names: Any,
+    indent: str,
+) -> None:
+    """List the nodes reaching ``roots`` that are not numbered yet; a loop's body
+    follows its line, indented (nesting is as deep as the user's loops)."""
+    from symdiff.ir.loops import body_of
+
+    for node in topological(roots):
+        if node in number:
+            continue
         k = number[node] = len(number)
         if node.op == "const":
             body = f"const {node.value!r}"
         elif node.op == "param":
             body = f"param {node.attrs[1]}"
+        elif node.op == "var":
+            body = f"var {node.attrs[1]}"
         else:
             body = node.op + " " + ", ".join(f"%{number[a]}" for a in node.args)
-            extra = _attrs(node, names)
+            extra = _attrs(node, names, number)
             body = f"{body} {extra}" if extra else body
-        line = f"%{k} = {body} : {_dtype_tag(node, names)}"
-        if node in hints and node.op != "param":
+        tag = "loop" if node.op == "loop" else _dtype_tag(node, names)
+        line = f"{indent}%{k} = {body} : {tag}"
+        if node in hints and node.op not in ("param", "var"):
             line = f"{line:<40} # {hints[node]}"
         lines.append(line)
-    for name, out in zip(output_names, outputs, strict=True):
-        lines.append(f"return {name} = %{number[out]}")
-    return "\n".join(lines)
+        if node.op != "loop":
+            continue
+        loop = body_of(node)
+        inner = indent + "    "
+        inputs = [loop.index, *loop.carried, *loop.captured]
+        _block(inputs, number, lines, hints, names, inner)
+        kinds = "reversed, " if loop.reverse else ""
+        lines.append(
+            f"{inner}# {kinds}index %{number[loop.index]}; state "
+            + ", ".join(f"%{number[v]}" for v in loop.carried)
+            + "; captured "
+            + (", ".join(f"%{number[v]}" for v in loop.captured) or "-")
+        )
+        _block(loop.roots(), number, lines, hints, names, inner)
+        if loop.test is not None:
+            lines.append(f"{inner}while %{number[loop.test]}")
+        if loop.stop is not None:
+            lines.append(f"{inner}break if %{number[loop.stop]}")
+        lines.append(
+            f"{inner}next state = " + ", ".join(f"%{number[o]}" for o in loop.outputs)
+        )
