@@ -612,8 +612,10 @@ def _length_value(d: Any, args: tuple[Any, ...], top: bool) -> int | None:
                 v = _node_value(a[1], args)
             else:
                 inner = _length_value(a[1], args, top)
-                v = None if inner is None else (
-                    -(-inner // a[2]) if a[0] == "cdiv" else inner // a[2]
+                v = (
+                    None
+                    if inner is None
+                    else (-(-inner // a[2]) if a[0] == "cdiv" else inner // a[2])
                 )
             if v is None:
                 return None

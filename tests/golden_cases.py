@@ -61,3 +61,35 @@ def softmax_xent(W, X, Y):
     m = np.max(Z, axis=1, keepdims=True)
     lse = m[:, 0] + np.log(np.sum(np.exp(Z - m), axis=1))
     return np.mean(lse - np.sum(Y * Z, axis=1))
+
+
+# -- loops ------------------------------------------------------------------------------
+def pendulum_rhs(theta, omega, damping, length):
+    return omega, -9.81 / length * math.sin(theta) - damping * omega
+
+
+def pendulum(damping, length, theta0):
+    theta, omega, dt = theta0, 0.0, 0.01
+    for _ in range(1000):
+        k1t, k1o = pendulum_rhs(theta, omega, damping, length)
+        k2t, k2o = pendulum_rhs(
+            theta + 0.5 * dt * k1t, omega + 0.5 * dt * k1o, damping, length
+        )
+        theta = theta + dt * k2t
+        omega = omega + dt * k2o
+    return 0.5 * length**2 * omega**2 + 9.81 * length * (1 - math.cos(theta))
+
+
+def smoothing(x):
+    out = np.zeros(len(x))
+    for i in range(1, len(x)):
+        out[i] = out[i - 1] * 0.5 + x[i] ** 2
+    return np.sum(out)
+
+
+def halve(x):
+    k = 0
+    while x > 1.0:
+        x = x / 2.0
+        k += 1
+    return x * k

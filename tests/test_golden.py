@@ -41,6 +41,16 @@ CASES = {
     "softmax_xent_value_and_grad": lambda: _for_arrays(
         symdiff.value_and_grad(G.softmax_xent, target="python"), (4, 3), (5, 4), (5, 3)
     ),
+    # loops: a taped forward loop then a reversed loop; in-place element writes
+    # and their adjoints; a while loop; checkpointing
+    "pendulum_grad": lambda: symdiff.grad(G.pendulum, argnums=(0, 1, 2)),
+    "pendulum_checkpointed_grad": lambda: symdiff.grad(
+        G.pendulum, argnums=(0, 1, 2), checkpoint=100
+    ),
+    "smoothing_grad": lambda: _for_arrays(
+        symdiff.grad(G.smoothing, target="python"), (6,)
+    ),
+    "halve_value_and_grad": lambda: symdiff.value_and_grad(G.halve),
 }
 
 

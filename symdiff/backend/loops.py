@@ -710,7 +710,7 @@ class ArrayKernel:
         state = []
         for j, (v, a) in enumerate(zip(body.carried, init, strict=True)):
             item = L.result(n, j)
-            name = self.namer.fresh(self.hints.get(item) or _stem(v.attrs[1]))
+            name = self.namer.fresh(self.hints.get(item) or self._tape_hint(body, j, v))
             state.append(name)
             self.names[item] = name
             if not v.shape:
@@ -744,7 +744,8 @@ class ArrayKernel:
         total = self._scalar_text(count, env)
         if not body.bounded:
             lines.append(f"{ind}while True:")
-            lines.append(f"{ind * 2}{counter} = {trips}")
+            if body.index in set(body.nodes()):
+                lines.append(f"{ind * 2}{counter} = {trips}")
         elif body.reverse:
             lines.append(f"{ind}for {counter} in range({_minus_one(total)}, -1, -1):")
         else:
@@ -757,9 +758,9 @@ class ArrayKernel:
             test_env = test._scalar_env()
             test_lines = test.lines(test_env, printer)
             lines += [ind + t for t in test_lines]
-            lines.append(
-                f"{inner}if not ({test._output_text(body.test, test_env, printer)}):"
-            )
+            cond = test._output_text(body.test, test_env, printer)
+            cond = cond if cond.isidentifier() else f"({cond})"
+            lines.append(f"{inner}if not {cond}:")
             lines.append(f"{inner}{ind}break")
         roots = [*body.outputs, *([body.stop] if body.stop is not None else [])]
         sub = ArrayKernel(
@@ -804,6 +805,15 @@ class ArrayKernel:
         if not lines[-1].startswith(inner):
             lines.append(f"{inner}pass  # the state is the same in every iteration")
         return lines
+
+    def _tape_hint(self, body: L.Body, j: int, v: Node) -> str:
+        """A tape is named after the value it stores (``theta_1_tape``)."""
+        out = body.outputs[j]
+        if j in body.tapes and out.op == "index_update":
+            hint = self.hints.get(out.args[1])
+            if hint:
+                return f"{hint}_tape"
+        return _stem(v.attrs[1])
 
     def _output_text(self, v: Node, env: dict[Node, str], printer: Printer) -> str:
         if v in self.names:

@@ -317,7 +317,7 @@ class LoopLowering:
                 "`while ... else` with `break` is not supported",
                 "set a flag before `break` and test it after the loop",
             )
-        self._loop(stmt, B.constant(-1), False, lambda k, c: None, stmt.test, "k")
+        self._loop(stmt, B.constant(-1), False, lambda k, c: None, stmt.test, "it")
         self.block(stmt.orelse)
 
     # -- break / continue -------------------------------------------------------------
