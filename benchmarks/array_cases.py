@@ -1,12 +1,11 @@
 """Workload 4: functions of arrays, and loops.
 
-symdiff runs the batched case through ``symdiff.vectorize``.  Rosenbrock, the MLP
-and the GMM need its array support (issue 3), which is in progress: their symdiff
-rows run ``symdiff.grad`` and ``symdiff.jit`` on NumPy code and, while symdiff
-raises a SymdiffError on it, say "cannot run yet" with the error's first line.
-The 1000-step RK4 loop needs loops (issue 4); the RK4 pendulum is also run for 10
-(and, in a full run, 25) steps, which symdiff can unroll, to show how unrolling
-scales.
+symdiff runs the batched case through ``symdiff.vectorize``; Rosenbrock, the MLP
+and the GMM through ``symdiff.grad`` and ``symdiff.jit`` on NumPy code.  The RK4
+pendulum is a Python ``for`` loop that symdiff compiles as a loop (a taped forward
+loop and a reversed loop): 1000 steps, plus 10 and (full run) 25 steps, and in the
+1000-step case extra symdiff rows at 10², 10⁴ and 10⁶ steps and with
+checkpointing (``rk4_cases.py``).
 
 Every function is written once against a namespace ``m`` of elementary functions
 and a namespace ``c`` of constants converted to the tool's array type.  symdiff

@@ -34,7 +34,9 @@ class Schedule:
     nodes: tuple[Node, ...]
 
     def op_counts(self) -> dict[str, int]:
-        """Ops by kind over every computed node; ``total`` = arith + transcendental."""
+        """Ops by kind over every computed node; ``total`` = arith + transcendental.
+
+        A loop's body counts once (the ops of one iteration, at every depth)."""
         counts = {
             "arith": 0,
             "transcendental": 0,
@@ -42,7 +44,14 @@ class Schedule:
             "logic": 0,
             "select": 0,
         }
-        for node in self.nodes:
+        nodes = list(self.nodes)
+        bodies = [n.attrs[0] for n in nodes if n.op == "loop"]
+        while bodies:
+            body = bodies.pop()
+            inner = body.nodes()
+            nodes.extend(inner)
+            bodies.extend(n.attrs[0] for n in inner if n.op == "loop")
+        for node in nodes:
             spec = OPS[node.op]
             if spec.cost is not None:
                 counts[ARITH] += spec.cost[0]
