@@ -176,11 +176,13 @@ def loop_vjp(
     new_state = [
         _like(g, body.carried[k]) for g, k in zip(adj.grads, state, strict=False)
     ]
-    sums = [
-        add(z_bar[j], _like(g, body.captured[j]))
+    contributions = [
+        _like(g, body.captured[j])
         for j, g in zip(caps, adj.grads[len(state) :], strict=True)
     ]
-    back_outputs = [*new_state, *sums]
+    back_outputs = _accumulate_into(
+        new_state, [z_bar[j] for j in caps], contributions
+    )
     # the tape: the frontier of forward values the backward body reads
     forward = set(body.nodes())
     available = _recomputable(body, forward)
@@ -229,6 +231,7 @@ def loop_vjp(
         tuple(back_outputs),
         reverse=True,
         label="backward: " + body.label,
+        accumulators=tuple(range(len(state), len(state) + len(caps))),
     )
     tapes = [L.result(taping, n + m) for m in range(len(frontier))]
     back_init = [_cotangent(cotangents.get(k), body.carried[k]) for k in state] + [
@@ -261,6 +264,47 @@ def _like(g: Node, v: Node) -> Node:
 def spec_row(v: Node) -> A.Spec:
     """The spec of row ``k`` of a tape of ``v`` (``tape[k, :]``)."""
     return (("at", 0), *(("all",),) * len(v.shape))
+
+
+def _accumulate_into(
+    state: list[Node], accumulators: list[Node], contributions: list[Node]
+) -> list[Node]:
+    """The backward body's outputs: the state's adjoints, then each accumulator
+    plus its contribution.  Where a contribution is what an inner backward loop
+    accumulated from zero, that loop starts from the accumulator instead (no
+    zeroed array per iteration, no array addition after it): the outputs are
+    rebuilt over the new inner loop."""
+    sums: list[Node] = []
+    starts: dict[Node, dict[int, Node]] = {}
+    for acc, g in zip(accumulators, contributions, strict=True):
+        inner = g.args[0] if g.op == "item" else None
+        if (
+            inner is not None
+            and g.attrs[0] in L.body_of(inner).accumulators
+            and _zero_fill(inner.args[1 + g.attrs[0]])
+            and g.attrs[0] not in starts.get(inner, {})
+        ):
+            starts.setdefault(inner, {})[g.attrs[0]] = acc
+            sums.append(g)
+        else:
+            sums.append(add(acc, g))
+    if not starts:
+        return [*state, *sums]
+    mapping = {}
+    for inner, by_k in starts.items():
+        args = list(inner.args)
+        for k, acc in by_k.items():
+            args[1 + k] = acc
+        count, *rest = args
+        n = len(L.body_of(inner).carried)
+        mapping[inner] = L.loop(count, rest[:n], rest[n:], L.body_of(inner))
+    return L.substitute([*state, *sums], mapping)
+
+
+def _zero_fill(node: Node) -> bool:
+    if node.op == "broadcast":
+        node = node.args[0]
+    return node.op == "const" and node.value == 0
 
 
 def _cotangent(g: Node | None, v: Node) -> Node:

@@ -73,6 +73,10 @@ class Body:
     tapes : tuple of int
         Which carried values are tapes (rows written by reverse mode, or saved
         states for checkpointing): what :func:`tape_bytes` counts.
+    accumulators : tuple of int
+        Which carried values only ever have something added to them (a backward
+        loop's adjoints of captured values): such a loop may start from an
+        enclosing loop's accumulator instead of from zero.
     """
 
     index: Node
@@ -86,6 +90,7 @@ class Body:
     label: str = ""
     extends: tuple[Body, tuple[int, ...], tuple[int, ...]] | None = None
     tapes: tuple[int, ...] = ()
+    accumulators: tuple[int, ...] = ()
 
     def roots(self) -> list[Node]:
         """Every node the body computes a value for."""
