@@ -180,9 +180,7 @@ def loop_vjp(
         _like(g, body.captured[j])
         for j, g in zip(caps, adj.grads[len(state) :], strict=True)
     ]
-    back_outputs = _accumulate_into(
-        new_state, [z_bar[j] for j in caps], contributions
-    )
+    back_outputs = _accumulate_into(new_state, [z_bar[j] for j in caps], contributions)
     # the tape: the frontier of forward values the backward body reads
     forward = set(body.nodes())
     available = _recomputable(body, forward)
