@@ -202,3 +202,39 @@ def test_a_loop_variable_that_changes_shape_is_reported():
     with pytest.raises(symdiff.TranslationError) as info:
         symdiff.grad(changes_shape, target="python")(np.ones(4), 3)
     assert "changes shape inside the loop" in str(info.value)
+
+
+def test_hessian_through_a_loop_matches_differences_of_the_gradient():
+    f = rk4(200)
+    grad = symdiff.grad(f, argnums=(0, 1, 2), target="python")
+    hess = symdiff.hessian(f, argnums=(0, 1, 2), target="python")(*POINT)
+    h = 1e-5
+    for j in range(3):
+        up, down = list(POINT), list(POINT)
+        up[j] += h
+        down[j] -= h
+        column = (np.array(grad(*up)) - np.array(grad(*down))) / (2 * h)
+        np.testing.assert_allclose([row[j] for row in hess], column, rtol=1e-5)
+
+
+def backwards_recurrence(x, n):
+    s = 0.0
+    for i in reversed(range(n)):
+        s = s * 0.5 + x * i
+    return s
+
+
+def reversed_rows(x):
+    s = 0.0
+    for v in reversed(x):
+        s = s * 0.9 + v * v
+    return s
+
+
+def test_reversed_ranges_and_rows():
+    g = symdiff.grad(backwards_recurrence, target="python")
+    want = reference_gradient(lambda x: backwards_recurrence(x, 6), (0.7,))[0]
+    assert g(0.7, 6) == pytest.approx(want)
+    x = np.array([1.0, 2.0, 3.0, 0.5])
+    want = [2 * v * 0.9 ** (k) for k, v in enumerate(x)]  # x[0] is added last
+    np.testing.assert_allclose(symdiff.grad(reversed_rows, target="python")(x), want)

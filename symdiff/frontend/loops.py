@@ -187,6 +187,8 @@ class LoopLowering:
                 return self._enumerate(it)
             if name == "zip" and not shadowed:
                 return self._zip(it)
+            if name == "reversed" and not shadowed and len(it.args) == 1:
+                return self._reversed(it)
         value = self.expr(it)
         if value is self.poison:
             return None
@@ -204,7 +206,7 @@ class LoopLowering:
         self.error(
             it,
             "a `for` loop must run over `range(...)`, an array, a tuple, "
-            "`enumerate(...)` or `zip(...)`",
+            "`enumerate(...)`, `zip(...)` or `reversed(...)`",
             "loop over `range(len(x))` and index with `x[i]`",
         )
         return None
@@ -255,6 +257,22 @@ class LoopLowering:
         def item(k: Node, capture: Callable[[Value], Value]) -> Node:
             first: Node = capture(start)  # type: ignore[assignment]
             return B.add(first, B.apply("mul", k, step) if k_step != 1 else k)
+
+        return Source(count, item)
+
+    def _reversed(self, it: ast.Call) -> Source | None:
+        inner = self._source(it.args[0])
+        if inner is None:
+            return None
+        if inner.items is not None:
+            return Source(inner.count, inner.item, inner.items[::-1])
+        count = inner.count
+
+        def item(k: Node, capture: Callable[[Value], Value]) -> Value:
+            last: Node = capture(count)  # type: ignore[assignment]
+            return inner.item(
+                B.apply("sub", B.apply("sub", last, B.constant(1)), k), capture
+            )
 
         return Source(count, item)
 
