@@ -408,8 +408,10 @@ class ArrayKernel:
                 self.in_place.add(n)
                 root[n] = root.get(n.args[0], n.args[0])
             elif self.kinds[n] == "loop":
-                _count, init, _ = L.operands(n)
+                _count, init, captured = L.operands(n)
                 for j, a in enumerate(init):
+                    if a in captured:
+                        continue  # the body also reads it unchanged: copy the state
                     if a.shape and not _const_fill(a) and self._owned_after(a, n, k):
                         if init.index(a) == j:  # the same array twice: copy the second
                             self.no_copy.add((n, j))
