@@ -216,7 +216,7 @@ def loop_vjp(
         for r in frontier
     ]
     reads = {
-        r: A.take(t, (("at", 0), *(("all",),) * len(r.shape)), (body.index,))
+        r: A.take(t, spec_row(r), (body.index,))
         for r, t in zip(frontier, tape_vars, strict=True)
     }
     back_outputs = L.substitute(back_outputs, reads)
@@ -349,9 +349,7 @@ def _taping_loop(node: Node, frontier: list[Node]) -> tuple[Node, Node]:
     rows = count_dim(rows_count)
     tape_vars = [L.var("tape_" + _hint(r), (rows, *r.shape), r.dtype) for r in frontier]
     writes = [
-        A.index_update(
-            t, r, (("at", 0), *(("all",),) * len(r.shape)), (body.index,), "set"
-        )
+        A.index_update(t, r, spec_row(r), (body.index,), "set")
         for t, r in zip(tape_vars, frontier, strict=True)
     ]
     new_body = L.Body(
