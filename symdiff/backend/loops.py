@@ -330,7 +330,7 @@ class ArrayKernel:
                 if (
                     n not in outputs
                     and n not in self.hints
-                    and not any(a.op == "take" for a in n.args)
+                    and not any(self.kinds.get(a) == "view" for a in n.args)
                     and len(uses) == 1
                     and not uses[0].shape
                     and self.kinds.get(uses[0]) == "scalar"
