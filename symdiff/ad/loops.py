@@ -192,7 +192,10 @@ def loop_vjp(
         if top in seen:
             continue
         seen.add(top)
-        if top in forward and top not in available and top.op != "const":
+        # a result of a loop of the body counts as computed there, even when the
+        # forward body does not use it (an inner while loop's trip count)
+        computed = top in forward or (top.op == "item" and top.args[0] in forward)
+        if computed and top not in available and top.op != "const":
             frontier.append(top)
             continue
         stack.extend(reversed(top.args))
@@ -431,7 +434,8 @@ def _checkpointed(
     s_state = [L.var(_hint(c_bar[k]), c_bar[k].shape) for k in state]
     s_acc = [L.var(_hint(z_bar[j]), z_bar[j].shape) for j in caps]
     start = apply("mul", s_index, K)
-    seg_len = apply("min", K, apply("sub", count, start))
+    s_count = L.var("count", (), "int64")
+    seg_len = apply("min", K, apply("sub", s_count, start))
     # the inner forward loop: iteration j of the segment is iteration start + j
     j_var = L.var("j", (), "int64")
     inner_state = [L.var(_hint(v), v.shape, v.dtype) for v in body.carried]
@@ -496,7 +500,7 @@ def _checkpointed(
     outer_body = L.Body(
         s_index,
         (*s_state, *s_acc),
-        (*s_saved, *s_caps),
+        (*s_saved, *s_caps, s_count),
         tuple(L.results(inner_back)),
         reverse=True,
         label=f"backward by segments of {every} (checkpoints): " + body.label,
@@ -504,7 +508,7 @@ def _checkpointed(
     back_init = [_cotangent(cotangents.get(k), body.carried[k]) for k in state] + [
         L.zeros(body.captured[j].shape, "float64") for j in caps
     ]
-    outer = L.loop(segments, back_init, [*saved, *captured], outer_body)
+    outer = L.loop(segments, back_init, [*saved, *captured, count], outer_body)
     out: list[Node | None] = [None] * len(node.args)
     for m, k in enumerate(state):
         out[1 + k] = L.result(outer, m)

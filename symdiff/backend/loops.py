@@ -710,11 +710,23 @@ class ArrayKernel:
         count, init, captured = L.operands(n)
         lines = [f"{ind}# {body.label}"] if body.label else []
         state = []
+        # the results read after the loop, by index (their shapes may spell a
+        # count differently from the body's, so match them by position)
+        items: dict[int, list[Node]] = {}
+        for c in self.consumers.get(n, []):
+            if c.op == "item":
+                items.setdefault(c.attrs[0], []).append(c)
         for j, (v, a) in enumerate(zip(body.carried, init, strict=True)):
             item = L.result(n, j)
-            name = self.namer.fresh(self.hints.get(item) or self._tape_hint(body, j, v))
+            hint = next(
+                (self.hints[i] for i in items.get(j, []) if i in self.hints), None
+            )
+            name = self.namer.fresh(hint or self._tape_hint(body, j, v))
             state.append(name)
-            self.names[item] = name
+            for it in [item, *items.get(j, [])]:
+                self.names[it] = name
+                if not v.shape:
+                    env[it] = name
             if not v.shape:
                 text = self._scalar_text(a, env)
             elif j in body.tapes and _const_fill(a):
@@ -728,8 +740,6 @@ class ArrayKernel:
             else:
                 text = f"np.copy({self._array_text(a)})"
             lines.append(f"{ind}{name} = {text}")
-            if not v.shape:
-                env[item] = name
         counter = self.namer.fresh(
             _stem(body.index.attrs[1]) if body.index.attrs[1] != "_" else "it"
         )
@@ -740,8 +750,9 @@ class ArrayKernel:
         trips = None
         if not (body.bounded and body.test is None and body.stop is None):
             trips = self.namer.fresh("trips")
-            self.names[L.trips(n)] = trips
-            env[L.trips(n)] = trips
+            for it in [L.trips(n), *items.get(len(body.carried), [])]:
+                self.names[it] = trips
+                env[it] = trips
             lines.append(f"{ind}{trips} = 0")
         total = self._scalar_text(count, env)
         if not body.bounded:

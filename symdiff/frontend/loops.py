@@ -426,15 +426,21 @@ class LoopLowering:
                 return
             body_parts, outputs, captured_outer = outcome
             wider = [
-                _widen(k, (out.dtype, out.shape))
-                for k, out in zip(kinds, outputs, strict=True)
+                _widen(
+                    k,
+                    (out.dtype, out.shape),
+                    f"`{name}` must keep its shape through the loop at line "
+                    f"{stmt.lineno}",
+                )
+                for k, out, name in zip(kinds, outputs, leaf_names, strict=True)
             ]
             if any(w is None for w in wider):
                 bad = next(i for i, w in enumerate(wider) if w is None)
                 self.error(
                     stmt,
                     f"`{leaf_names[bad]}` changes shape inside the loop, from "
-                    f"{list(kinds[bad][1])} to {list(outputs[bad].shape)}",
+                    f"{S.format_shape(kinds[bad][1])} to "
+                    f"{S.format_shape(outputs[bad].shape)}",
                     "a variable the loop updates must keep its shape; use a new name",
                 )
                 frame.env = env0
@@ -578,19 +584,31 @@ class LoopLowering:
 
 
 def _widen(
-    kind: tuple[str, S.Shape], out: tuple[str, S.Shape]
+    kind: tuple[str, S.Shape], out: tuple[str, S.Shape], what: str = ""
 ) -> tuple[str, S.Shape] | None:
     """The dtype and shape a loop variable needs to hold both ``kind`` and ``out``."""
     dt = max(kind[0], out[0], key=DTYPES.index)
     if dt == "bool" and kind[0] != out[0]:
         dt = "int64"
-    if kind[1] == out[1]:
-        return dt, kind[1]
-    try:
-        shape = S.broadcast([kind[1], out[1]])
-    except S.ShapeMismatch:
-        return None
-    return dt, shape
+    a, b = kind[1], out[1]
+    if a == b:
+        return dt, a
+    # a number may become an array, and an axis of length 1 may stretch; lengths
+    # that are merely assumed equal (x.shape[0] against x.shape[0] + 1) may not
+    rank = max(len(a), len(b))
+    a = (1,) * (rank - len(a)) + tuple(a)
+    b = (1,) * (rank - len(b)) + tuple(b)
+    shape: list[S.Length] = []
+    for x, y in zip(a, b, strict=True):
+        if x == y or y == 1:
+            shape.append(x)
+        elif x == 1:
+            shape.append(y)
+        elif isinstance(S.sub(x, y), int):
+            return None  # known to differ
+        else:  # equal when the kernel runs, or the kernel says where not
+            shape.append(S.unify(x, y, what or "a loop variable keeps its shape"))
+    return dt, tuple(shape)
 
 
 def _fit(v: Node, dtype: str, shape: S.Shape) -> Node:

@@ -25,9 +25,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from symdiff.ir.node import Node, constant, make, topological
-from symdiff.ir.shapes import Shape
+from symdiff.ir.shapes import Dim, Length, Shape
 
 _UIDS = itertools.count()
 
@@ -157,15 +158,49 @@ def substitute(
     receives every old node -> new node."""
     memo = {} if memo is None else memo
     memo.update(mapping)
-    for n in topological(roots, stop=mapping.keys()):
+    # lengths that are run-time counts (a tape's rows) name a node: walk those
+    # first, so that a shape follows its count when the count is rebuilt
+    counts = [a[1] for n in topological(roots) for a in _count_atoms(n.shape)]
+    for n in topological([*counts, *roots], stop=mapping.keys()):
         if n in memo:
             continue
         args = tuple(memo.get(a, a) for a in n.args)
-        if all(x is y for x, y in zip(args, n.args, strict=True)):
+        shape = _remap(n.shape, memo)
+        if shape == n.shape and all(x is y for x, y in zip(args, n.args, strict=True)):
             memo[n] = n
         else:
-            memo[n] = make(n.op, args, n.attrs, shape=n.shape, dtype=n.dtype)
+            memo[n] = make(n.op, args, n.attrs, shape=shape, dtype=n.dtype)
     return [memo.get(r, r) for r in roots]
+
+
+def _count_atoms(shape: Shape) -> list[tuple[Any, ...]]:
+    return [
+        a
+        for d in shape
+        if isinstance(d, Dim)
+        for m, _ in d.terms
+        for a in m
+        if a[0] == "node"
+    ]
+
+
+def _remap(shape: Shape, memo: Mapping[Node, Node]) -> Shape:
+    """``shape`` with each run-time count node replaced as ``memo`` says."""
+    if not _count_atoms(shape):
+        return shape
+    out: list[Length] = []
+    for d in shape:
+        if not isinstance(d, Dim):
+            out.append(d)
+            continue
+        terms: dict[tuple[tuple[Any, ...], ...], int] = {}
+        for m, c in d.terms:
+            key = tuple(
+                ("node", memo.get(a[1], a[1])) if a[0] == "node" else a for a in m
+            )
+            terms[key] = terms.get(key, 0) + c
+        out.append(Dim(terms))
+    return tuple(out)
 
 
 def merge_extensions(

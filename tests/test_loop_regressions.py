@@ -1,0 +1,126 @@
+"""Loop functions that once went wrong (found by an adversarial review), each
+checked against central finite differences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import symdiff
+
+
+def fd(f, args, argnum, h=1e-6):
+    args = list(args)
+    x = np.asarray(args[argnum], dtype=float)
+    out = np.zeros(x.shape)
+    for idx in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[idx] += h
+        down[idx] -= h
+        a, b = list(args), list(args)
+        a[argnum], b[argnum] = (up, down) if x.shape else (float(up), float(down))
+        out[idx] = (f(*a) - f(*b)) / (2 * h)
+    return out if x.shape else float(out)
+
+
+def partly_overwritten(x):
+    v = np.zeros(3)
+    for i in range(3):
+        v = v * 0.5 + x
+        v[i] = math.sin(v[i])
+    return np.sum(v)
+
+
+def sine_map(x, n):
+    s = x
+    for _ in range(n):
+        s = s * math.sin(s)
+    return s
+
+
+def triangular_pairs(x):
+    e = 0.0
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            e = e + math.sin(x[i] * x[j])
+    return e
+
+
+def back_substitution(U, b):
+    n = len(b)
+    x = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s = s - U[i, j] * x[j]
+        x[i] = s / U[i, i]
+    return np.sum(x * x)
+
+
+def while_in_for(x):
+    total = 0.0
+    for i in range(10):
+        y = x + 0.01 * i
+        while y > 0.1:
+            y = y * 0.5
+        total = total + y
+    return total
+
+
+def harmonic_while(x):
+    s = 0.0
+    i = 0
+    while i < 15:
+        s = s + x / (i + 1)
+        i += 1
+    return s * x
+
+
+U = np.triu(np.random.default_rng(0).uniform(size=(4, 4))) + 2 * np.eye(4)
+B = np.random.default_rng(1).uniform(size=4)
+X5 = np.array([0.3, 0.5, 0.9, 1.1, 0.2])
+
+CASES = [
+    (partly_overwritten, (np.array([0.3, -0.4, 0.8]),), 0),
+    (sine_map, (0.5, 10), 0),
+    (triangular_pairs, (X5,), 0),
+    (back_substitution, (U, B), 0),
+    (back_substitution, (U, B), 1),
+    (while_in_for, (0.373,), 0),
+]
+
+
+@pytest.mark.parametrize("checkpoint", [None, 2, 3])
+@pytest.mark.parametrize(
+    ("fn", "args", "argnum"), CASES, ids=[f"{c[0].__name__}-{c[2]}" for c in CASES]
+)
+def test_gradient(fn, args, argnum, checkpoint):
+    g = symdiff.grad(fn, argnums=argnum, checkpoint=checkpoint, target="python")
+    np.testing.assert_allclose(g(*args), fd(fn, args, argnum), rtol=1e-6, atol=1e-8)
+
+
+def test_gradient_compiled():
+    g = symdiff.grad(while_in_for)
+    assert g(0.373) == pytest.approx(fd(while_in_for, (0.373,), 0), rel=1e-6)
+
+
+def test_hessian_of_a_while_loop_with_an_int_counter():
+    h = symdiff.hessian(harmonic_while, target="python")(0.8)
+    assert h == pytest.approx(2 * sum(1 / (i + 1) for i in range(15)))
+
+
+def grows(x, n):
+    v = x * 1.0
+    for _ in range(n):
+        v = np.concatenate([v, v[-1:] * 0.5])
+    return np.sum(v)
+
+
+def test_state_that_grows_is_reported_at_the_loop():
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(grows, target="python")(np.ones(3), 2)
+    text = str(info.value)
+    assert "`v` changes shape inside the loop, from (x.shape[0],) to" in text
+    assert "test_loop_regressions.py:" in text
