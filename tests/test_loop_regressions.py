@@ -124,3 +124,36 @@ def test_state_that_grows_is_reported_at_the_loop():
     text = str(info.value)
     assert "`v` changes shape inside the loop, from (x.shape[0],) to" in text
     assert "test_loop_regressions.py:" in text
+
+
+def guarded_read(x):
+    s = 0.0
+    for i in range(len(x)):
+        if i + 1 < len(x):
+            s = s + x[i] * x[i + 1]
+        else:
+            s = s + x[i]
+    return s
+
+
+def guarded_write(x, a):
+    n = len(x)
+    out = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        if i == n - 1:
+            out[i] = x[i]
+        else:
+            out[i] = x[i] + a * out[i + 1]
+    return np.sum(out * out)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_an_index_a_branch_keeps_in_bounds_is_clamped_in_the_other(target):
+    x = np.array([0.3, 0.5, 0.9, 1.1, 0.2])
+    g = symdiff.grad(guarded_read, target=target)
+    np.testing.assert_allclose(g(x), fd(guarded_read, (x,), 0), rtol=1e-6)
+    g2 = symdiff.grad(guarded_write, argnums=(0, 1), target=target)
+    gx, ga = g2(x, 0.7)
+    np.testing.assert_allclose(gx, fd(guarded_write, (x, 0.7), 0), rtol=1e-6)
+    assert ga == pytest.approx(fd(guarded_write, (x, 0.7), 1), rel=1e-6)
+    assert "min(max(" in g.source

@@ -507,9 +507,10 @@ class ArrayKernel:
         if node.op == "take":
             out = []
             it = iter(idx)
-            for entry in node.attrs[0]:
+            for axis, entry in enumerate(node.attrs[0]):
                 if entry[0] == "at":
-                    out.append(self._scalar_text(node.args[1 + entry[1]], self.env))
+                    text = self._scalar_text(node.args[1 + entry[1]], self.env)
+                    out.append(self._position(text, entry, src.shape[axis]))
                 elif entry[0] == "all":
                     out.append(next(it))
                 else:
@@ -686,9 +687,10 @@ class ArrayKernel:
             target = self._name(n)
             lines.append(f"{ind}{target} = np.copy({self._array_text(base)})")
         at = []
-        for entry in spec:
+        for axis, entry in enumerate(spec):
             if entry[0] == "at":
-                at.append(self._scalar_text(index[entry[1]], env))
+                text = self._scalar_text(index[entry[1]], env)
+                at.append(self._position(text, entry, base.shape[axis]))
             elif entry[0] == "all":
                 at.append(":")
             else:
@@ -698,6 +700,15 @@ class ArrayKernel:
         op = "+=" if mode == "add" else "="
         lines.append(f"{ind}{target}[{', '.join(at)}] {op} {self._value(value, env)}")
         return lines
+
+    def _position(self, text: str, entry: tuple[Any, ...], length: Length) -> str:
+        """A run-time index; one that only a branch's condition keeps inside the
+        array (``if i + 1 < n: x[i + 1]``: both branches run) is clamped, so the
+        discarded branch reads and writes inside the array."""
+        if len(entry) < 3:
+            return text
+        n = self._paren(self.dim(length))
+        return f"min(max({text}, -{n}), {n} - 1)"
 
     def _loop(
         self, n: Node, k: int, env: dict[Node, str], printer: Printer

@@ -412,7 +412,13 @@ class ExpressionLowering:
         if isinstance(base, Node) and base.shape:
             if isinstance(node.slice, ast.List):
                 index = (index,)  # x[[0, 2]]: a list of positions, not x[0, 2]
-            return AR.index(base, index)
+            value = AR.index(base, index)
+            if value.op == "take" and self.frame.live is not B.TRUE:
+                # inside a branch: both branches run, the condition may be what
+                # keeps this index in bounds
+                spec = A.guarded(value.attrs[0])
+                value = A.take(value.args[0], spec, value.args[1:])
+            return value
         if isinstance(base, Node):
             return self.error(
                 node,

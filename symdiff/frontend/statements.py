@@ -182,6 +182,8 @@ class StatementLowering:
         except (AR.Unsupported, S.ShapeMismatch) as exc:
             self.error(target, exc.args[0], getattr(exc, "hint", ""))
             return
+        if self.frame.live is not B.TRUE:
+            spec = A.guarded(spec)  # both branches run: see _expr_Subscript
         updated = A.index_update(base, value, spec, index, mode)
         self.hints.setdefault(updated, name)
         self.frame.env[name] = updated

@@ -280,7 +280,15 @@ def arange(n: Length) -> Node:
 # A dynamic spec has one entry per axis of the array: ``("at", j)`` (the position is
 # the ``j``-th index operand, an int64 scalar node; negative counts from the end, as
 # in Python), ``("all",)`` (the whole axis) or ``("span", start, length)`` (a slice
-# of step 1 with static bounds).
+# of step 1 with static bounds).  ``("at", j, "clamp")`` marks an index that only a
+# branch's condition keeps in bounds: the code generator clamps it.
+
+
+def guarded(spec: Spec) -> Spec:
+    """``spec`` with its run-time positions marked for clamping."""
+    return tuple((e[0], e[1], "clamp") if e[0] == "at" else e for e in spec)
+
+
 def region(x: Node, spec: Spec) -> Shape:
     """The shape that ``x[spec]`` selects."""
     out: list[Length] = []
