@@ -94,9 +94,11 @@ def test_checkpointed_gradient_equals_the_taped_one(every):
     want = symdiff.grad(f, argnums=(0, 1, 2), target="python")(*POINT)
     got = symdiff.grad(f, argnums=(0, 1, 2), checkpoint=every, target="python")
     np.testing.assert_allclose(got(*POINT), want, rtol=1e-13)
-    assert got.tape_bytes(*POINT) < symdiff.grad(
-        f, argnums=(0, 1, 2), target="python"
-    ).tape_bytes(*POINT) or every >= 1000
+    assert (
+        got.tape_bytes(*POINT)
+        < symdiff.grad(f, argnums=(0, 1, 2), target="python").tape_bytes(*POINT)
+        or every >= 1000
+    )
 
 
 def sum_of_sines(x, n):
@@ -177,12 +179,6 @@ def loop_else_with_break(x, n):
             "write the step as a literal",
         ),
         (
-            used_after_loop,
-            (1.0, 3),
-            "`y` is assigned only inside the loop",
-            "assign `y` before the loop to carry it through",
-        ),
-        (
             loop_else_with_break,
             (1.0, 3),
             "`for ... else` with `break` is not supported",
@@ -196,6 +192,20 @@ def test_rejected_loop_constructs_say_what_to_write(fn, args, message, hint):
     text = str(info.value)
     assert message in text and hint in text
     assert "test_loop_acceptance.py:" in text
+
+
+def test_a_variable_first_assigned_in_the_loop_keeps_its_last_value():
+    g = symdiff.grad(used_after_loop, target="python")
+    assert used_after_loop(1.5, 4) == 4.5
+    assert g(1.5, 4) == 3.0  # y = x * 3 after the last iteration
+
+    def last_index(x, n):
+        s = 0.0
+        for i in range(n):
+            s = s + x * i
+        return s * i
+
+    assert symdiff.jit(last_index, target="python")(0.5, 4) == last_index(0.5, 4)
 
 
 def test_a_loop_variable_that_changes_shape_is_reported():

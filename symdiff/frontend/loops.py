@@ -399,6 +399,14 @@ class LoopLowering:
                 continue
             state_names.append(name)
         init_values = {name: env0[name] for name in state_names}
+        # A variable first assigned inside the loop and read after it holds its
+        # last value: it is state too, starting from 0 (widened to its dtype and
+        # shape by lowering the body again).
+        later = _read_after(frame.source.tree, stmt)
+        for name in sorted((assigned | targets) - set(state_names)):
+            if name in later and not isinstance(env0.get(name), Static):
+                state_names.append(name)
+                init_values[name] = B.constant(0)
         init = [
             leaf for name in state_names for leaf in _leaves(init_values[name]) or []
         ]
@@ -581,6 +589,18 @@ class LoopLowering:
         for o, v in zip(outer, captured_vars, strict=True):
             self.hints.setdefault(v, self.hints.get(o, v.attrs[1]))
         return (index, carried, captured_vars, test_node, stop), outputs, outer
+
+
+def _read_after(tree: ast.AST, stmt: ast.stmt) -> set[str]:
+    """Names read anywhere after ``stmt`` ends, in the function being lowered."""
+    end = getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno
+    return {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name)
+        and isinstance(n.ctx, ast.Load)
+        and getattr(n, "lineno", 0) > end
+    }
 
 
 def _widen(
