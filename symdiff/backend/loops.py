@@ -252,7 +252,7 @@ class ArrayKernel:
                 continue
             seen.add(n)
             k = self.kinds.get(n, "leaf")
-            if k == "view":
+            if k in ("view", "virtual"):
                 stack.extend(n.args)
             elif k != "leaf" or (leaves and n.shape):
                 out.append(n)
@@ -352,6 +352,12 @@ class ArrayKernel:
                 continue  # added into its sum's buffer where it is computed
             g = self.group_of[n]
             uses = self.consumers.get(n, [])
+            if self._virtual_ok(n, uses, outputs):
+                # read element by element only (``d = X[i] - X[j]; d[0] ** 2``):
+                # computed where read, never stored
+                self.kinds[n] = "virtual"
+                g.members.remove(n)
+                continue
             local = n not in outputs and all(
                 self.group_of.get(c) is g
                 and self.kinds[c] in ("elementwise", "reduce", "scatter")
@@ -365,6 +371,36 @@ class ArrayKernel:
                 if small <= MAX_INLINE and n.op not in VIEWS and n.op != "reshape":
                     self.inlined.add(n)
                     size[n] = small
+
+    def _virtual_ok(self, n: Node, uses: list[Node], outputs: set[Node]) -> bool:
+        """Whether ``n`` is only ever read one element at a time, a few times,
+        from operands that are themselves readable anywhere."""
+        return (
+            n not in outputs
+            and 0 < len(uses) <= 4
+            and n.op not in VIEWS
+            and n.op != "reshape"
+            and all(
+                self.kinds.get(c) == "view"
+                and c.op in ("getitem", "take")
+                and not c.shape
+                for c in uses
+            )
+            and all(self._readable(a) for a in n.args)
+        )
+
+    def _readable(self, a: Node) -> bool:
+        """Whether ``a`` can be read at any position from anywhere: a number, an
+        input, a stored array, or a view of those."""
+        if not a.shape:
+            return True
+        k = self.kinds.get(a, "leaf")
+        if k == "view":
+            return all(
+                self.kinds.get(s) == "item" or s in self.stored
+                for s in self._sources(a)
+            )
+        return k in ("leaf", "item") or a in self.stored
 
     def _liveness(self) -> None:
         """The last unit that reads each stored array (seed 002 section 4.2: a
@@ -476,6 +512,8 @@ class ArrayKernel:
         while True:
             steps += 1
             k = self.kinds.get(node, "leaf")
+            if k == "virtual":
+                return self._virtual_text(node, idx, env)
             if not node.shape and k != "view":
                 return self._scalar_text(node, env)
             if node.op in ("param", "var") or (node in self.stored and node.shape):
@@ -486,6 +524,24 @@ class ArrayKernel:
                     return env[node]
                 raise AssertionError(f"no way to read {node!r}")
             node, idx = self._through(node, idx)
+
+    def _virtual_text(self, n: Node, idx: list[str], env: Mapping[Node, str]) -> str:
+        """An element-wise value at one position, as an expression."""
+        names: dict[Node, str] = {}
+        for a in n.args:
+            if not a.shape:
+                names[a] = self._scalar_text(a, env)
+                continue
+            lead = len(n.shape) - len(a.shape)
+            at = [
+                "0" if d == 1 and n.shape[lead + k] != 1 else idx[lead + k]
+                for k, d in enumerate(a.shape)
+            ]
+            text = self.read(a, at, env)
+            names[a] = (
+                text if text.endswith("]") or text.isidentifier() else f"({text})"
+            )
+        return f"({Printer().definition(n, names)[0]})"
 
     def _through(self, node: Node, idx: list[str]) -> tuple[Node, list[str]]:
         """One view step: ``node`` at ``idx`` is its source at the returned index."""
@@ -875,6 +931,8 @@ class ArrayKernel:
 
     def _group(self, g: Group, env: dict[Node, str], printer: Printer) -> list[str]:
         ind = printer.indent
+        if not g.members:
+            return []  # every member is read element by element where it is used
         lines: list[str] = []
         rank = len(g.shape)
         idx = (

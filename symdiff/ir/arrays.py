@@ -318,9 +318,97 @@ def index_update(
         v = broadcast_to(v, shape)
     if v.dtype != x.dtype and x.dtype == "float64":
         v = to_float(v)
+    if mode == "add":
+        sparse = _sparse(v)
+        if sparse is not None:
+            # adding a few elements (an adjoint of ``d[0], d[1], d[2]``): add them
+            # one by one, no array of zeros in between
+            out = x
+            for value, inner, positions in sparse:
+                joined = _join(spec, list(index), inner, positions)
+                if joined is None:
+                    break
+                out = index_update(out, value, joined[0], joined[1], "add")
+            else:
+                return out
     return make(
         "index_update", (x, v, *index), (mode, spec), shape=x.shape, dtype=x.dtype
     )
+
+
+def is_zero_fill(node: Node) -> bool:
+    if node.op == "broadcast":
+        node = node.args[0]
+    return node.op == "const" and node.value == 0
+
+
+def _sparse(v: Node) -> list[tuple[Node, Spec, list[Node]]] | None:
+    """``v`` as ``[(value, spec, index), ...]`` when it is zeros with a few single
+    elements added in: sums and negations of ``index_update`` chains of numbers on
+    zeros and of scatters of numbers (the adjoint of ``d[0], d[1], d[2]``)."""
+    out: list[tuple[Node, Spec, list[Node]]] = []
+    stack: list[tuple[Node, bool]] = [(v, False)]
+    while stack:
+        node, minus = stack.pop()
+        if len(out) > 8:
+            return None
+        if node.op == "add" and node.shape == v.shape:
+            stack.extend((a, minus) for a in reversed(node.args))
+        elif node.op == "neg":
+            stack.append((node.args[0], not minus))
+        elif node.op == "scatter" and all(e[0] == "int" for e in node.attrs[0]):
+            if node.args[0].shape:
+                return None
+            value = node.args[0]
+            spec = tuple(("at", k) for k in range(len(node.attrs[0])))
+            index = [constant(e[1]) for e in node.attrs[0] if isinstance(e[1], int)]
+            if len(index) != len(spec):
+                return None
+            out.append((_negate(value, minus), spec, index))
+        elif (
+            node.op == "index_update"
+            and node.attrs[0] == "add"
+            and not node.args[1].shape
+        ):
+            out.append(
+                (_negate(node.args[1], minus), node.attrs[1], list(node.args[2:]))
+            )
+            stack.append((node.args[0], minus))
+        elif not is_zero_fill(node):
+            return None
+    return out[::-1] if out else None
+
+
+def _negate(value: Node, minus: bool) -> Node:
+    from symdiff.ir.build import neg
+
+    return neg(value) if minus else value
+
+
+def _join(
+    outer: Spec, outer_index: list[Node], inner: Spec, inner_index: list[Node]
+) -> tuple[Spec, list[Node]] | None:
+    """The spec of ``x[outer][inner]`` on ``x`` (None when a slice with bounds is
+    in the way)."""
+    spec: list[tuple[Any, ...]] = []
+    index: list[Node] = []
+    it = iter(inner)
+    for entry in outer:
+        if entry[0] == "at":
+            spec.append(("at", len(index), *entry[2:]))
+            index.append(outer_index[entry[1]])
+            continue
+        if entry[0] != "all":
+            return None
+        e = next(it)
+        if e[0] == "at":
+            spec.append(("at", len(index), *e[2:]))
+            index.append(inner_index[e[1]])
+        elif e[0] == "all":
+            spec.append(e)
+        else:
+            return None
+    return tuple(spec), index
 
 
 def fold_index_add(a: Node, b: Node) -> Node | None:
