@@ -949,6 +949,10 @@ class ArrayKernel:
                 shape = self.shape_text(target.shape)
                 lines.append(f"{ind}{self._name(target)} = np.zeros({shape})")
             if k == "elementwise" and m in self.stored:
+                owner = self._take_over(m, g)
+                if owner is not None:  # acc = acc + ...: into acc's own memory
+                    self.names[m] = self.names[owner]
+                    continue
                 lines.append(self._buffer(m, g.position, ind))
                 self._release(m)
             elif k == "scatter" and m in self.into:
@@ -1049,6 +1053,34 @@ class ArrayKernel:
             if m in self.stored and not m.shape:
                 env[m] = self.names[m]
         return lines
+
+    def _take_over(self, m: Node, g: Group) -> Node | None:
+        """A loop state array ``m`` may overwrite element by element: it is read
+        at ``m``'s own position by ``m`` and earlier members of the nest only, and
+        by nothing after the nest (``W_bar = W_bar + outer(g, h)``)."""
+        members = g.members
+        at = members.index(m)
+        for a in m.args:
+            if not (
+                a.op == "var"
+                and a in self.owned
+                and a.shape == m.shape == g.shape
+                and a.dtype == m.dtype
+                and a not in self.outputs
+            ):
+                continue
+            if any(pos > g.position for pos, _ in self.readers.get(a, [])):
+                continue
+            clean = True
+            for j, c in enumerate(members):
+                for b in c.args:
+                    if b is a and j > at:
+                        clean = False
+                    elif b is not a and a in self._sources(b, leaves=True):
+                        clean = False  # read through a view: another position
+            if clean:
+                return a
+        return None
 
     def _independent(self, g: Group, outer: int) -> bool:
         """Whether the iterations of ``g``'s outer loop touch disjoint memory, so
