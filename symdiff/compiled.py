@@ -459,7 +459,7 @@ class Compiled:
         if dtypes is None:
             if self._last is not None:
                 return self._last
-            dtypes = ("float64",) * self._nparams
+            dtypes = self._annotated_dtypes()
         kernel = self._by_dtypes.get(dtypes)
         if kernel is None:
             kernel = build_kernel(
@@ -472,6 +472,21 @@ class Compiled:
             self._by_dtypes[dtypes] = kernel
         self._last = kernel
         return kernel
+
+    def _annotated_dtypes(self) -> tuple[str, ...]:
+        """The signature ``.source`` shows before any call: float64, except for
+        parameters annotated ``int`` or ``bool`` (or defaulting to one), so that
+        ``def f(x, n: int)`` shows its loop over ``range(n)``."""
+        out = []
+        for p in self._signature.parameters.values():
+            ann, default = p.annotation, p.default
+            if ann in (int, "int") or (type(default) is int and ann is p.empty):
+                out.append("int64")
+            elif ann in (bool, "bool") or (type(default) is bool and ann is p.empty):
+                out.append("bool")
+            else:
+                out.append("float64")
+        return tuple(out)
 
     # -- inspection -----------------------------------------------------------------
     def tape_bytes(self, *args: Any) -> int:

@@ -248,3 +248,16 @@ def test_reversed_ranges_and_rows():
     x = np.array([1.0, 2.0, 3.0, 0.5])
     want = [2 * v * 0.9 ** (k) for k, v in enumerate(x)]  # x[0] is added last
     np.testing.assert_allclose(symdiff.grad(reversed_rows, target="python")(x), want)
+
+
+def loop_of_annotated_length(x, n: int):
+    s = 0.0
+    for i in range(n):
+        s = s + math.sin(x * i)
+    return s
+
+
+def test_source_before_any_call_takes_int_annotations():
+    source = symdiff.grad(loop_of_annotated_length, target="python").source
+    assert "def loop_of_annotated_length_grad(x, n):" in source
+    assert re.search(r"for \w+ in range\(", source)
