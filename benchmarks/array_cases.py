@@ -449,7 +449,9 @@ def gmm_jax_rows(ctx: Context, consts, params) -> list[Row]:
     rows = [jax_row(ctx, gmm, consts, params)]
     try:
         example = gmm_example()
-        objective = example.with_numpy(example.gmm_objective, ctx.modules["jax"].numpy)
+        objective = example.with_modules(
+            example.gmm_objective, np=ctx.modules["jax"].numpy
+        )
         extra = {"x": consts["x"], "unpack": example.unpack_matrix(GMM_D)}
 
         def same_code(m, c, *p):

@@ -302,9 +302,12 @@ def example_module(name: str) -> types.ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    sys.path.insert(0, str(EXAMPLES))  # the examples import their _support module
     try:
         spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[module_name]
         raise
+    finally:
+        sys.path.remove(str(EXAMPLES))
     return module

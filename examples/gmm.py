@@ -12,7 +12,7 @@ ADBench defines it (``gmm_objective`` in its Python modules):
 (ADBench's ``constructL``).  The gradient is taken with respect to ``alphas``,
 ``means`` and ``icf`` and checked against JAX's (and autograd's, when installed)
 on the *same* Python function: the check runs ``gmm_objective``'s own code with
-``np`` bound to ``jax.numpy`` (see `with_numpy`).
+``np`` bound to ``jax.numpy`` (see `_support.with_modules`).
 
 How Q is unpacked, using only what symdiff parses: slicing with constant bounds,
 ``np.concatenate``, one product with a constant 0/1 matrix ``unpack`` (built once,
@@ -41,9 +41,9 @@ thread, as ``benchmarks/run.py`` does.
 
 import math
 import time
-import types
 
 import numpy as np
+from _support import median_time, with_modules
 
 import symdiff
 
@@ -147,46 +147,23 @@ def make_data(seed=2018):
     return (alphas, means, icf), x
 
 
-def with_numpy(fn, module):
-    """``fn``, and every function of its module that it calls, with ``np`` bound
-    to ``module`` (``jax.numpy``, ``autograd.numpy``): the same code, run by
-    another array library."""
-    names = dict(fn.__globals__, np=module)
-    for name, obj in list(names.items()):
-        if isinstance(obj, types.FunctionType) and obj.__globals__ is fn.__globals__:
-            names[name] = types.FunctionType(
-                obj.__code__, names, obj.__name__, obj.__defaults__, obj.__closure__
-            )
-    return names[fn.__name__]
-
-
 def reference_gradients(params, x, unpack):
     """autograd.grad (and jax.grad, when JAX is installed) of `gmm_objective`'s own
     code."""
     import autograd
     import autograd.numpy
 
-    objective = with_numpy(gmm_objective, autograd.numpy)
+    objective = with_modules(gmm_objective, np=autograd.numpy)
     out = {"autograd": autograd.grad(objective, (0, 1, 2))(*params, x, unpack)}
     try:
         import jax
     except ImportError:
         return out
     jax.config.update("jax_enable_x64", True)
-    objective = with_numpy(gmm_objective, jax.numpy)
+    objective = with_modules(gmm_objective, np=jax.numpy)
     grads = jax.grad(objective, argnums=(0, 1, 2))(*params, x, unpack)
     out["jax"] = tuple(np.asarray(g) for g in grads)
     return out
-
-
-def median_time(fn, *args, repeat=15):
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def main():

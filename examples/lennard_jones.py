@@ -24,6 +24,7 @@ import math
 import time
 
 import numpy as np
+from _support import median_time
 
 import symdiff
 
@@ -87,17 +88,6 @@ def min_distance(X):
     r2 = _pair_r2(X)
     np.fill_diagonal(r2, np.inf)
     return float(np.sqrt(r2.min()))
-
-
-def median_time(fn, *args, repeat=15):
-    """Median wall time of one call, over ``repeat`` calls (after a first one)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def main():

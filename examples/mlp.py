@@ -25,6 +25,7 @@ import itertools
 import time
 
 import numpy as np
+from _support import median_time
 
 import symdiff
 
@@ -70,17 +71,6 @@ def make_data(seed=2):
     X = rng.normal(0.0, 1.0, (BATCH, SIZES[0]))
     Y = np.eye(SIZES[-1])[rng.integers(0, SIZES[-1], BATCH)]
     return tuple(params), X, Y
-
-
-def median_time(fn, *args, repeat=21):
-    """Median wall time of one call, over ``repeat`` calls (after a first one)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def main():

@@ -18,7 +18,7 @@ The gradient with respect to (damping, length, theta0) is checked against two
 references that share no code with symdiff:
 
 * HIPS autograd (operator overloading) on the *same* Python code, with ``math``
-  and ``np`` bound to autograd's functions (see `with_modules`);
+  and ``np`` bound to autograd's functions (see `_support.with_modules`);
 * the complex step ``Im f(p + i h e_k) / h`` on the same code run with complex
   numbers: no subtraction, so it is exact to rounding for any small ``h``;
 
@@ -31,6 +31,7 @@ import time
 import types
 
 import numpy as np
+from _support import median_time, with_modules
 
 import symdiff
 
@@ -66,18 +67,6 @@ def pendulum_energy(damping, length, theta0):
 
 
 # --- references ---------------------------------------------------------------
-
-
-def with_modules(fn, **modules):
-    """``fn``, and every function of its module that it calls, with the module
-    names rebound (``math=...``, ``np=...``): the same code run on other numbers."""
-    names = dict(fn.__globals__, **modules)
-    for name, obj in list(names.items()):
-        if isinstance(obj, types.FunctionType) and obj.__globals__ is fn.__globals__:
-            names[name] = types.FunctionType(
-                obj.__code__, names, obj.__name__, obj.__defaults__, obj.__closure__
-            )
-    return names[fn.__name__]
 
 
 def autograd_gradient(point=POINT):
@@ -117,17 +106,6 @@ def central_difference_gradient(point=POINT, rel_step=1e-6):
 def max_rel_error(got, want):
     got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
     return float(np.max(np.abs(got - want) / np.abs(want)))
-
-
-def median_time(fn, *args, repeat=15):
-    """Median wall time of one call, over ``repeat`` calls (after a first one)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def loop_lines(source):

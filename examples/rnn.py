@@ -13,15 +13,15 @@ helper `sigmoid` called in the loop body.
 
 symdiff's gradients (backpropagation through time, as a reversed loop over a
 tape of the states) are checked against HIPS autograd run on the *same* code
-with ``np`` bound to ``autograd.numpy`` (see `with_numpy`).  autograd cannot
+with ``np`` bound to ``autograd.numpy`` (see `_support.with_modules`).  autograd cannot
 trace a write into an array, so `rnn_readout_loss` is checked against
 `rnn_readout_loss_stacked`, the same model written with a list and ``np.stack``.
 """
 
 import time
-import types
 
 import numpy as np
+from _support import median_time, with_modules
 
 import symdiff
 
@@ -102,24 +102,12 @@ def make_lstm_data(seed=4):
     return (Wx, Wh, b), xs
 
 
-def with_numpy(fn, module):
-    """``fn``, and every function of its module that it calls, with ``np`` bound
-    to ``module`` (``autograd.numpy``): the same code, run by another library."""
-    names = dict(fn.__globals__, np=module)
-    for name, obj in list(names.items()):
-        if isinstance(obj, types.FunctionType) and obj.__globals__ is fn.__globals__:
-            names[name] = types.FunctionType(
-                obj.__code__, names, obj.__name__, obj.__defaults__, obj.__closure__
-            )
-    return names[fn.__name__]
-
-
 def autograd_value_and_grad(fn, argnums, *args):
     """autograd.value_and_grad of ``fn``'s own code."""
     import autograd
     import autograd.numpy
 
-    same_code = with_numpy(fn, autograd.numpy)
+    same_code = with_modules(fn, np=autograd.numpy)
     value, grads = autograd.value_and_grad(same_code, argnums)(*args)
     return float(value), tuple(np.asarray(g) for g in grads)
 
@@ -127,17 +115,6 @@ def autograd_value_and_grad(fn, argnums, *args):
 def max_rel_error(got, want):
     """max |got - want| / max |want|."""
     return float(np.max(np.abs(np.asarray(got) - want)) / np.max(np.abs(want)))
-
-
-def median_time(fn, *args, repeat=15):
-    """Median wall time of one call, over ``repeat`` calls (after a first one)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def check(title, fn, ref_fn, names, args, argnums, tol=1e-10, forward=False):

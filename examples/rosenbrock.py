@@ -15,6 +15,7 @@ the ratio.
 import time
 
 import numpy as np
+from _support import median_time
 from scipy.optimize import rosen, rosen_der
 
 import symdiff
@@ -24,17 +25,6 @@ N = 10**6
 
 def rosenbrock(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
-
-
-def median_time(fn, *args, repeat=15):
-    """Median wall time of one call, over ``repeat`` calls (after a first one)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def main():

@@ -19,10 +19,7 @@ Run ``python -m tests.test_arrays`` to print which corpus functions cover which 
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import re
-import sys
 import types
 import zlib
 from pathlib import Path
@@ -35,9 +32,14 @@ import pytest
 import symdiff
 from tests import array_corpus as corpus
 from tests.array_corpus import BY_NAME, CASES, ArrayCase
+from tests.checks import (
+    assert_close,
+    assert_like_argument,
+    contract,
+    load_copy,
+    source_with_helpers,
+)
 
-REL = 1e-9  # norm-wise relative error allowed between symdiff and autograd
-FLOOR = 1e-6  # ... relative to max(|expected|, FLOOR)
 TARGET = "python"  # the broad sweep; CPU_SAMPLE runs on "cpu"
 
 SCALAR_CASES = [c for c in CASES if c.output == "scalar"]
@@ -80,16 +82,6 @@ CPU_ARRAY_SAMPLE = ["affine_tanh", "pairwise_sq_dists", "rosen_residuals"]
 
 
 # -- the oracle ---------------------------------------------------------------------------
-def _load_under_autograd():
-    """A second copy of array_corpus whose global ``np`` is ``autograd.numpy``."""
-    spec = importlib.util.spec_from_file_location(
-        "_array_corpus_under_autograd", corpus.__file__
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as importlib's recipe does (dataclasses need it)
-    spec.loader.exec_module(module)
-    module.np = _autograd_numpy()
-    return module
 
 
 def _autograd_numpy():
@@ -100,7 +92,9 @@ def _autograd_numpy():
     return namespace
 
 
-AUTOGRAD_CORPUS = _load_under_autograd()
+AUTOGRAD_CORPUS = load_copy(
+    corpus, "_array_corpus_under_autograd", np=_autograd_numpy()
+)
 
 
 def oracle(case: ArrayCase):
@@ -127,11 +121,6 @@ def derivatives(case: ArrayCase, args, argnums):
             np.asarray(g, dtype=float) for g in oracle_grads(case, args, argnums)
         )
     return oracle_jacobians(case, args, argnums)
-
-
-def contract(d, t, rank_in):
-    """Derivative d (out.shape + in.shape) applied to a tangent t of in.shape."""
-    return np.tensordot(d, np.asarray(t, dtype=float), axes=rank_in)
 
 
 # -- inputs -------------------------------------------------------------------------------
@@ -173,32 +162,6 @@ def tangents_like(values, seed):
 
 
 # -- comparisons --------------------------------------------------------------------------
-def rel_err(got, want) -> float:
-    got = np.asarray(got, dtype=float)
-    want = np.asarray(want, dtype=float)
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), FLOOR))
-
-
-def assert_close(got, want, what, tol=REL):
-    shape, want_shape = np.shape(got), np.shape(want)
-    assert shape == want_shape, f"{what}: shape {shape}, expected {want_shape}"
-    err = rel_err(got, want)
-    assert err <= tol, (
-        f"{what}: relative error {err:.3g} > {tol:g}\n"
-        f"got:\n{np.asarray(got)}\nexpected:\n{np.asarray(want)}"
-    )
-
-
-def assert_like_argument(g, arg, what):
-    """A gradient has its argument's shape: an ndarray of float64 for an array
-    argument, a float for a Python float."""
-    if np.ndim(arg) == 0:
-        assert np.ndim(g) == 0, f"{what}: expected a scalar, got shape {np.shape(g)}"
-        assert isinstance(g, (float, np.floating)), f"{what}: got {type(g).__name__}"
-    else:
-        assert isinstance(g, np.ndarray), f"{what}: got {type(g).__name__}"
-        assert g.shape == np.shape(arg), f"{what}: shape {g.shape} != {arg.shape}"
-        assert g.dtype == np.float64, f"{what}: dtype {g.dtype}"
 
 
 def ids(cases):
@@ -373,24 +336,8 @@ REQUIRED_TAGS = {
 }
 
 
-def source_with_helpers(fn) -> str:
-    """The source of fn and of every corpus function it calls, transitively."""
-    seen, todo, parts = set(), [fn], []
-    while todo:
-        f = todo.pop()
-        if f.__name__ in seen:
-            continue
-        seen.add(f.__name__)
-        parts.append(inspect.getsource(f))
-        for name in f.__code__.co_names:
-            obj = vars(corpus).get(name)
-            if inspect.isfunction(obj) and obj.__module__ == corpus.__name__:
-                todo.append(obj)
-    return "\n".join(parts)
-
-
 def coverage() -> dict[str, list[str]]:
-    sources = {c.name: source_with_helpers(c.fn) for c in CASES}
+    sources = {c.name: source_with_helpers(c.fn, corpus) for c in CASES}
     return {
         op: [name for name, src in sources.items() if re.search(pattern, src)]
         for op, pattern in REQUIRED_OPS.items()

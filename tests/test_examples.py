@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import load_example, with_modules
+
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# every script but the module they share (examples/_support.py)
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if p.name[0] != "_")
 
 
 def _quickstart():
@@ -53,21 +56,6 @@ def _sigmoid():
     return {"s'(0)": 0.25, "s'(0.3)": s * (1 - s)}
 
 
-def _load_example(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        f"example_{name}", ROOT / "examples" / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT))
-    return module
-
-
 def _rosenbrock():
     import numpy as np
     from scipy.optimize import rosen, rosen_der
@@ -83,12 +71,8 @@ def _by_autograd(example, fn, make_args, argnums, labels):
     import autograd.numpy as anp
     import numpy as np
 
-    module = _load_example(example)
-    names = dict(vars(module), np=anp)
-    for name, obj in list(names.items()):  # helpers it calls run on autograd too
-        if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
-            names[name] = types.FunctionType(obj.__code__, names, obj.__name__)
-    oracle = names[fn]
+    module = load_example(example)
+    oracle = with_modules(getattr(module, fn), np=anp)  # its helpers too
     args = make_args(module)
     value, grads = autograd.value_and_grad(oracle, argnums)(*args)
     out = {labels[0]: float(value)}
@@ -131,13 +115,9 @@ def _pendulum():
     import autograd
     import autograd.numpy as anp
 
-    module = _load_example("pendulum_rk4")
+    module = load_example("pendulum_rk4")
     shim = types.SimpleNamespace(sin=anp.sin, cos=anp.cos)
-    names = dict(vars(module), np=anp, math=shim)
-    for name, obj in list(names.items()):
-        if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
-            names[name] = types.FunctionType(obj.__code__, names, obj.__name__)
-    energy = names["pendulum_energy"]
+    energy = with_modules(module.pendulum_energy, np=anp, math=shim)
     value, grads = autograd.value_and_grad(energy, (0, 1, 2))(*module.POINT)
     out = {"E": float(value)}
     for name, g in zip(("damping", "length", "theta0"), grads, strict=True):
@@ -149,7 +129,7 @@ def _lennard_jones():
     """Energy and forces of the example's particles, by hand in NumPy."""
     import numpy as np
 
-    module = _load_example("lennard_jones")
+    module = load_example("lennard_jones")
     X, eps, sigma = module.make_positions(), module.EPS, module.SIGMA
     D = X[:, None, :] - X[None, :, :]
     r2 = np.sum(D * D, axis=2)
@@ -170,7 +150,7 @@ def _rnn():
 
     labels = ["rnn loss", "|d/dW|", "|d/dU|", "|d/db|"]
     out = _by_autograd("rnn", "rnn_loss", args, (0, 1, 2), labels)
-    module = _load_example("rnn")  # the other two losses, run by NumPy
+    module = load_example("rnn")  # the other two losses, run by NumPy
     (W, U, b), V, xs, ys = module.make_data()
     lstm_params, lstm_xs = module.make_lstm_data()
     out["readout loss"] = module.rnn_readout_loss(W, U, b, V, xs, ys)

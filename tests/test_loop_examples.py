@@ -17,9 +17,7 @@ so that a failure below them points at symdiff, not at a reference.
 from __future__ import annotations
 
 import cmath
-import importlib.util
 import math
-import sys
 import types
 from pathlib import Path
 
@@ -27,36 +25,11 @@ import numpy as np
 import pytest
 
 import symdiff
+from tests.checks import load_example, with_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 
 pytest.importorskip("autograd")
-
-
-def _load_example(name):
-    spec = importlib.util.spec_from_file_location(
-        f"loop_example_{name}", ROOT / "examples" / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT))
-    return module
-
-
-def _rebind(fn, **modules):
-    """``fn``, and the functions of its module that it calls, with module names
-    rebound: ``np=autograd.numpy``, ``math=cmath``...  Written here rather than
-    taken from the examples, so that the references do not rest on their code."""
-    names = dict(fn.__globals__, **modules)
-    for name, obj in list(names.items()):
-        if isinstance(obj, types.FunctionType) and obj.__globals__ is fn.__globals__:
-            names[name] = types.FunctionType(
-                obj.__code__, names, obj.__name__, obj.__defaults__, obj.__closure__
-            )
-    return names[fn.__name__]
 
 
 def _autograd(fn, argnums, *args, **modules):
@@ -64,13 +37,13 @@ def _autograd(fn, argnums, *args, **modules):
     import autograd.numpy as anp
 
     modules.setdefault("np", anp)
-    value, grads = autograd.value_and_grad(_rebind(fn, **modules), argnums)(*args)
+    value, grads = autograd.value_and_grad(with_modules(fn, **modules), argnums)(*args)
     return float(value), [np.asarray(g, dtype=float) for g in grads]
 
 
 def _complex_step_directional(fn, args, directions, h=1e-30, **modules):
     """d/ds fn(args + s directions) at s = 0, by one complex evaluation."""
-    complex_fn = _rebind(fn, **modules)
+    complex_fn = with_modules(fn, **modules)
     shifted = [
         np.asarray(a, dtype=complex) + 1j * h * np.asarray(d) if d is not None else a
         for a, d in zip(args, directions, strict=True)
@@ -93,7 +66,7 @@ def _assert_close(got, want, rtol, what=""):
 
 @pytest.fixture(scope="module")
 def pendulum():
-    return _load_example("pendulum_rk4")
+    return load_example("pendulum_rk4")
 
 
 def _pendulum_autograd(m, point):
@@ -105,7 +78,7 @@ def _pendulum_autograd(m, point):
 
 
 def _pendulum_complex_step(m, point, h=1e-30):
-    energy = _rebind(m.pendulum_energy, math=cmath)
+    energy = with_modules(m.pendulum_energy, math=cmath)
     out = []
     for k in range(3):
         p = [complex(v) for v in point]
@@ -217,7 +190,7 @@ def test_pendulum_generated_source_has_loops(pendulum_grad, pendulum):
 
 @pytest.fixture(scope="module")
 def lj():
-    return _load_example("lennard_jones")
+    return load_example("lennard_jones")
 
 
 @pytest.fixture(scope="module")
@@ -304,7 +277,7 @@ def test_lj_value_and_grad_and_other_parameters(lj, lj_grad):
 
 @pytest.fixture(scope="module")
 def rnn():
-    return _load_example("rnn")
+    return load_example("rnn")
 
 
 def _rnn_cases(m):

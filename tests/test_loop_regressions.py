@@ -9,20 +9,7 @@ import numpy as np
 import pytest
 
 import symdiff
-
-
-def fd(f, args, argnum, h=1e-6):
-    args = list(args)
-    x = np.asarray(args[argnum], dtype=float)
-    out = np.zeros(x.shape)
-    for idx in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[idx] += h
-        down[idx] -= h
-        a, b = list(args), list(args)
-        a[argnum], b[argnum] = (up, down) if x.shape else (float(up), float(down))
-        out[idx] = (f(*a) - f(*b)) / (2 * h)
-    return out if x.shape else float(out)
+from tests.checks import fd_derivative
 
 
 def partly_overwritten(x):
@@ -98,12 +85,14 @@ CASES = [
 )
 def test_gradient(fn, args, argnum, checkpoint):
     g = symdiff.grad(fn, argnums=argnum, checkpoint=checkpoint, target="python")
-    np.testing.assert_allclose(g(*args), fd(fn, args, argnum), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        g(*args), fd_derivative(fn, args, argnum), rtol=1e-6, atol=1e-8
+    )
 
 
 def test_gradient_compiled():
     g = symdiff.grad(while_in_for)
-    assert g(0.373) == pytest.approx(fd(while_in_for, (0.373,), 0), rel=1e-6)
+    assert g(0.373) == pytest.approx(fd_derivative(while_in_for, (0.373,), 0), rel=1e-6)
 
 
 def test_hessian_of_a_while_loop_with_an_int_counter():
@@ -151,9 +140,9 @@ def guarded_write(x, a):
 def test_an_index_a_branch_keeps_in_bounds_is_clamped_in_the_other(target):
     x = np.array([0.3, 0.5, 0.9, 1.1, 0.2])
     g = symdiff.grad(guarded_read, target=target)
-    np.testing.assert_allclose(g(x), fd(guarded_read, (x,), 0), rtol=1e-6)
+    np.testing.assert_allclose(g(x), fd_derivative(guarded_read, (x,), 0), rtol=1e-6)
     g2 = symdiff.grad(guarded_write, argnums=(0, 1), target=target)
     gx, ga = g2(x, 0.7)
-    np.testing.assert_allclose(gx, fd(guarded_write, (x, 0.7), 0), rtol=1e-6)
-    assert ga == pytest.approx(fd(guarded_write, (x, 0.7), 1), rel=1e-6)
+    np.testing.assert_allclose(gx, fd_derivative(guarded_write, (x, 0.7), 0), rtol=1e-6)
+    assert ga == pytest.approx(fd_derivative(guarded_write, (x, 0.7), 1), rel=1e-6)
     assert "min(max(" in g.source

@@ -31,11 +31,8 @@ feature.
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import math
 import re
-import sys
 import types
 import zlib
 
@@ -46,10 +43,16 @@ import pytest
 
 import symdiff
 from tests import loop_corpus as corpus
+from tests.checks import (
+    assert_close,
+    assert_like_argument,
+    contract,
+    fd_derivative,
+    load_copy,
+    source_with_helpers,
+)
 from tests.loop_corpus import BY_NAME, CASES, Int, LoopCase
 
-REL = 1e-9  # norm-wise relative error allowed between symdiff and autograd
-FLOOR = 1e-6  # ... relative to max(|expected|, FLOOR)
 FD_STEP = 1e-6  # central differences
 FD_RTOL = 1e-5  # element-wise tolerance between symdiff and finite differences
 FD_ATOL = 1e-7
@@ -117,45 +120,13 @@ def _autograd_math():
     return namespace
 
 
-def _load_under_autograd():
-    """A second copy of loop_corpus whose ``np`` is ``autograd.numpy`` and whose
-    ``math`` is the same functions from ``autograd.numpy``."""
-    spec = importlib.util.spec_from_file_location(
-        "_loop_corpus_under_autograd", corpus.__file__
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as importlib's recipe does (dataclasses need it)
-    spec.loader.exec_module(module)
-    module.np = anp
-    module.math = _autograd_math()
-    return module
-
-
-AUTOGRAD_CORPUS = _load_under_autograd()
+AUTOGRAD_CORPUS = load_copy(
+    corpus, "_loop_corpus_under_autograd", np=anp, math=_autograd_math()
+)
 
 
 def autograd_fn(case: LoopCase):
     return getattr(AUTOGRAD_CORPUS, case.name)
-
-
-def fd_derivative(fn, args, i, step=FD_STEP):
-    """d fn / d args[i] by central differences: an array of out.shape + arg.shape."""
-    x = np.asarray(args[i], dtype=float)
-    out_shape = np.shape(fn(*args))
-    d = np.zeros(out_shape + x.shape)
-    for e in np.ndindex(*x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[e] += step
-        minus[e] -= step
-        moved_plus, moved_minus = list(args), list(args)
-        if x.shape == ():
-            moved_plus[i], moved_minus[i] = float(plus), float(minus)
-        else:
-            moved_plus[i], moved_minus[i] = plus, minus
-        f_plus = np.asarray(fn(*moved_plus), dtype=float)
-        f_minus = np.asarray(fn(*moved_minus), dtype=float)
-        d[(..., *e)] = (f_plus - f_minus) / (2 * step)
-    return d
 
 
 def autograd_derivative(case: LoopCase, args, i):
@@ -236,26 +207,7 @@ def tangents_like(case: LoopCase, values, seed):
     )
 
 
-def contract(d, t, rank_in):
-    """Derivative d (out.shape + in.shape) applied to a tangent t of in.shape."""
-    return np.tensordot(d, np.asarray(t, dtype=float), axes=rank_in)
-
-
 # -- comparisons --------------------------------------------------------------------------
-def rel_err(got, want) -> float:
-    got = np.asarray(got, dtype=float)
-    want = np.asarray(want, dtype=float)
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), FLOOR))
-
-
-def assert_close(got, want, what, tol=REL):
-    shape, want_shape = np.shape(got), np.shape(want)
-    assert shape == want_shape, f"{what}: shape {shape}, expected {want_shape}"
-    err = rel_err(got, want)
-    assert err <= tol, (
-        f"{what}: relative error {err:.3g} > {tol:g}\n"
-        f"got:\n{np.asarray(got)}\nexpected:\n{np.asarray(want)}"
-    )
 
 
 def assert_fd_close(got, want, what, rtol=FD_RTOL, atol=FD_ATOL):
@@ -276,18 +228,6 @@ def assert_matches_oracle(case: LoopCase, got, want, what):
         assert_fd_close(got, want, what)
     else:
         assert_close(got, want, what)
-
-
-def assert_like_argument(g, arg, what):
-    """A gradient has its argument's shape: an ndarray of float64 for an array
-    argument, a float for a Python float."""
-    if np.ndim(arg) == 0:
-        assert np.ndim(g) == 0, f"{what}: expected a scalar, got shape {np.shape(g)}"
-        assert isinstance(g, (float, np.floating)), f"{what}: got {type(g).__name__}"
-    else:
-        assert isinstance(g, np.ndarray), f"{what}: got {type(g).__name__}"
-        assert g.shape == np.shape(arg), f"{what}: shape {g.shape} != {arg.shape}"
-        assert g.dtype == np.float64, f"{what}: dtype {g.dtype}"
 
 
 def ids(cases):
@@ -429,24 +369,8 @@ REQUIRED_TAGS = {
 }
 
 
-def source_with_helpers(fn) -> str:
-    """The source of fn and of every corpus function it calls, transitively."""
-    seen, todo, parts = set(), [fn], []
-    while todo:
-        f = todo.pop()
-        if f.__name__ in seen:
-            continue
-        seen.add(f.__name__)
-        parts.append(inspect.getsource(f))
-        for name in f.__code__.co_names:
-            obj = vars(corpus).get(name)
-            if inspect.isfunction(obj) and obj.__module__ == corpus.__name__:
-                todo.append(obj)
-    return "\n".join(parts)
-
-
 def coverage() -> dict[str, list[str]]:
-    sources = {c.name: source_with_helpers(c.fn) for c in CASES}
+    sources = {c.name: source_with_helpers(c.fn, corpus) for c in CASES}
     return {
         feature: [
             name for name, src in sources.items() if re.search(pattern, src, re.M)
