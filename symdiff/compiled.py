@@ -507,11 +507,11 @@ class Compiled:
             args = self._bind(args, {})
         kernel = self._kernel(self._dtypes(args)[0])
         total = 0
-        for _loop, tape, top in tape_arrays(kernel.outputs):
+        for tape in tape_arrays(kernel.outputs):
             per_row = _ITEMSIZE[tape.dtype]
             rows = None
             for k, d in enumerate(tape.shape):
-                size = _length_value(d, args, top)
+                size = _length_value(d, args)
                 if size is None and k == 0:
                     rows = d
                     continue
@@ -609,10 +609,9 @@ class Compiled:
 _ITEMSIZE = {"float64": 8, "int64": 8, "bool": 1}
 
 
-def _length_value(d: Any, args: tuple[Any, ...], top: bool) -> int | None:
+def _length_value(d: Any, args: tuple[Any, ...]) -> int | None:
     """The value of a length at a call with ``args``; None when it is known only
-    while the kernel runs (a ``while`` loop's trip count).  Inside a loop body, a
-    ``min(K, ...)`` counts as ``K`` (a bound: one checkpointing segment)."""
+    while the kernel runs (a ``while`` loop's trip count)."""
     if isinstance(d, int):
         return d
     total = 0
@@ -625,13 +624,13 @@ def _length_value(d: Any, args: tuple[Any, ...], top: bool) -> int | None:
                 v = int(args[a[1]])
             elif a[0] == "node":
                 v = _node_value(a[1], args)
-            else:
-                inner = _length_value(a[1], args, top)
-                v = (
-                    None
-                    if inner is None
-                    else (-(-inner // a[2]) if a[0] == "cdiv" else inner // a[2])
-                )
+            else:  # ("cdiv", d, k): ceil(d / k); ("div", d, e): d // e
+                inner = _length_value(a[1], args)
+                divisor = _length_value(a[2], args)
+                if inner is None or divisor is None:
+                    v = None
+                else:
+                    v = -(-inner // divisor) if a[0] == "cdiv" else inner // divisor
             if v is None:
                 return None
             term *= v
@@ -641,7 +640,8 @@ def _length_value(d: Any, args: tuple[Any, ...], top: bool) -> int | None:
 
 def _node_value(root: Node, args: tuple[Any, ...]) -> int | None:
     """An integer node's value at a call with ``args`` (None: not known before
-    the kernel runs); ``min`` with an unknown side is its known side."""
+    the kernel runs); ``min`` with an unknown side is its known side (inside a
+    loop body, ``min(K, n - start)`` counts as ``K``: one checkpointing segment)."""
     values: dict[Node, int | None] = {}
     for n in topological([root]):
         a = [values.get(x) for x in n.args]
@@ -650,7 +650,7 @@ def _node_value(root: Node, args: tuple[Any, ...]) -> int | None:
         elif n.op == "param":
             values[n] = int(args[n.attrs[0]])
         elif n.op == "dim":
-            values[n] = _length_value(n.attrs[0], args, True)
+            values[n] = _length_value(n.attrs[0], args)
         elif n.op == "min" and (a[0] is None) != (a[1] is None):
             values[n] = a[0] if a[0] is not None else a[1]
         elif any(v is None for v in a) or n.op not in _INT_OPS:

@@ -163,6 +163,88 @@ def loop_else_with_break(x, n):
     return x
 
 
+def range_of_four(x, n):
+    s = 0.0
+    for i in range(0, n, 1, 2):
+        s = s + x
+    return s
+
+
+def range_of_a_float(x, n):
+    s = 0.0
+    for i in range(x):
+        s = s + x
+    return s
+
+
+def loop_over_a_number(x, n):
+    s = 0.0
+    for v in x:
+        s = s + v
+    return s
+
+
+def enumerate_from_a_float(x, n):
+    s = 0.0
+    for i, v in enumerate(range(n), x):
+        s = s + x * v
+    return s
+
+
+def empty_zip(x, n):
+    s = 0.0
+    for pair in zip():
+        s = s + x
+    return s
+
+
+def while_else_with_break(x, n):
+    while x > 1.0:
+        x = x / 2.0
+        if x < n:
+            break
+    else:
+        x = x * 2.0
+    return x
+
+
+def write_into_a_number(x, n):
+    y = x * 2.0
+    for i in range(n):
+        y[i] = x
+    return y
+
+
+def write_a_tuple(x, n):
+    out = np.zeros(3)
+    for i in range(n):
+        out[i] = (x, x)
+    return np.sum(out)
+
+
+def stepped_slice_write(x, n):
+    out = np.zeros((3, 4))
+    for i in range(n):
+        out[i, ::2] = x
+    return np.sum(out)
+
+
+def tuple_becomes_number(x, n):
+    pair = (x, x)
+    for i in range(n):
+        pair = x * i
+    return pair
+
+
+def break_over_tuple_of_pairs(x, n):
+    s = 0.0
+    for p in ((x, 1.0), (2.0, x)):
+        if s > 1.0:
+            break
+        s = s + p[0] * p[1]
+    return s
+
+
 @pytest.mark.parametrize(
     ("fn", "args", "message", "hint"),
     [
@@ -178,7 +260,69 @@ def loop_else_with_break(x, n):
             "`for ... else` with `break` is not supported",
             "set a flag before `break`",
         ),
+        (
+            range_of_four,
+            (1.0, 3),
+            "`range` takes 1 to 3 positional arguments",
+            "write `range(stop)`",
+        ),
+        (
+            range_of_a_float,
+            (1.0, 3),
+            "`range` bounds must be integers",
+            "use int arguments, len(x), x.shape[k]",
+        ),
+        (
+            loop_over_a_number,
+            (1.0, 3),
+            "a `for` loop must run over `range(...)`",
+            "loop over `range(len(x))`",
+        ),
+        (
+            enumerate_from_a_float,
+            (1.0, 3),
+            "the start of `enumerate` must be an integer",
+            "use an int constant",
+        ),
+        (empty_zip, (1.0, 3), "`zip` takes one or more iterables", "write `zip(x, y)`"),
+        (
+            while_else_with_break,
+            (5.0, 3),
+            "`while ... else` with `break` is not supported",
+            "set a flag before `break`",
+        ),
+        (
+            write_into_a_number,
+            (1.0, 3),
+            "element assignment needs an array",
+            "create it first",
+        ),
+        (
+            write_a_tuple,
+            (1.0, 3),
+            "the assigned value must be a number or an array",
+            "assign one element at a time",
+        ),
+        (
+            stepped_slice_write,
+            (1.0, 3),
+            "with a run-time index and a stepped slice is not supported",
+            "use a slice with step 1",
+        ),
+        (
+            tuple_becomes_number,
+            (1.0, 3),
+            "`pair` changes from 2 value(s) to something else inside the loop",
+            "must keep its structure",
+        ),
+        (
+            break_over_tuple_of_pairs,
+            (1.0, 3),
+            "`break` in a loop over a tuple of non-numbers is not supported",
+            "loop over `range(len(t))`",
+        ),
     ],
+    ids=lambda v: v.__name__ if callable(v) else "",
 )
 def test_rejected_loop_constructs_say_what_to_write(fn, args, message, hint):
     with pytest.raises(symdiff.TranslationError) as info:

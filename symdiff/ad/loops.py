@@ -218,10 +218,7 @@ def loop_vjp(
         L.var("tape_" + _hint(r), (count_dim(rows), *r.shape), r.dtype)
         for r in frontier
     ]
-    reads = {
-        r: A.take(t, spec_row(r), (body.index,))
-        for r, t in zip(frontier, tape_vars, strict=True)
-    }
+    reads = {r: _row(t, body.index) for r, t in zip(frontier, tape_vars, strict=True)}
     back_outputs = L.substitute(back_outputs, reads)
     used = set(topological(back_outputs))
     cap_used = [j for j, v in enumerate(body.captured) if v in used]
@@ -262,11 +259,6 @@ def _like(g: Node, v: Node) -> Node:
     return A.reshape(g, v.shape)
 
 
-def spec_row(v: Node) -> A.Spec:
-    """The spec of row ``k`` of a tape of ``v`` (``tape[k, :]``)."""
-    return (("at", 0), *(("all",),) * len(v.shape))
-
-
 def _accumulate_into(
     state: list[Node], accumulators: list[Node], contributions: list[Node]
 ) -> list[Node]:
@@ -282,7 +274,7 @@ def _accumulate_into(
         if (
             inner is not None
             and g.attrs[0] in L.body_of(inner).accumulators
-            and _zero_fill(inner.args[1 + g.attrs[0]])
+            and A.is_zero_fill(inner.args[1 + g.attrs[0]])
             and g.attrs[0] not in starts.get(inner, {})
         ):
             starts.setdefault(inner, {})[g.attrs[0]] = acc
@@ -302,10 +294,14 @@ def _accumulate_into(
     return L.substitute([*state, *sums], mapping)
 
 
-def _zero_fill(node: Node) -> bool:
-    if node.op == "broadcast":
-        node = node.args[0]
-    return node.op == "const" and node.value == 0
+def _row(tape: Node, k: Node) -> Node:
+    """Row ``k`` of a tape (``tape[k]``)."""
+    return A.take(tape, A.row_spec(len(tape.shape)), (k,))
+
+
+def _set_row(tape: Node, k: Node, value: Node) -> Node:
+    """The tape with row ``k`` set to ``value`` (``tape[k] = value``)."""
+    return A.index_update(tape, value, A.row_spec(len(tape.shape)), (k,), "set")
 
 
 def _cotangent(g: Node | None, v: Node) -> Node:
@@ -343,8 +339,7 @@ def _taping_loop(node: Node, frontier: list[Node]) -> tuple[Node, Node]:
     """A loop computing ``node``'s results and a tape row per iteration of each
     value in ``frontier``; and the number of rows (the iterations run)."""
     body = L.body_of(node)
-    count, init, captured = L.operands(node)
-    n = len(init)
+    count = node.args[0]
     if body.bounded:
         rows_count, test, stop, ext = count, body.test, body.stop, True
     else:  # a while loop: run it, then tape as many iterations as it ran
@@ -352,12 +347,31 @@ def _taping_loop(node: Node, frontier: list[Node]) -> tuple[Node, Node]:
     rows = count_dim(rows_count)
     tape_vars = [L.var("tape_" + _hint(r), (rows, *r.shape), r.dtype) for r in frontier]
     writes = [
-        A.index_update(t, r, spec_row(r), (body.index,), "set")
-        for t, r in zip(tape_vars, frontier, strict=True)
+        _set_row(t, body.index, r) for t, r in zip(tape_vars, frontier, strict=True)
     ]
+    taping = _with_tapes(node, rows_count, tape_vars, writes, test, stop, ext)
+    trips = L.trips(taping) if body.bounded else rows_count
+    return taping, trips
+
+
+def _with_tapes(
+    node: Node,
+    count: Node,
+    tapes: list[Node],
+    writes: list[Node],
+    test: Node | None,
+    stop: Node | None,
+    extends: bool,
+) -> Node:
+    """``node``'s loop, run ``count`` times, also carrying ``tapes`` (starting as
+    zeros, each updated by its entry of ``writes``); with ``extends``, the kernel
+    runs it instead of ``node``."""
+    body = L.body_of(node)
+    _, init, captured = L.operands(node)
+    n = len(init)
     new_body = L.Body(
         body.index,
-        (*body.carried, *tape_vars),
+        (*body.carried, *tapes),
         body.captured,
         (*body.outputs, *writes),
         test,
@@ -365,13 +379,11 @@ def _taping_loop(node: Node, frontier: list[Node]) -> tuple[Node, Node]:
         True,
         body.reverse,
         body.label,
-        _extension(body, n, n + len(frontier)) if ext else None,
-        tuple(range(n, n + len(frontier))),
+        _extension(body, n, n + len(tapes)) if extends else None,
+        tuple(range(n, n + len(tapes))),
     )
-    tape_init = [L.zeros(t.shape, t.dtype) for t in tape_vars]
-    taping = L.loop(rows_count, [*init, *tape_init], captured, new_body)
-    trips = L.trips(taping) if body.bounded else rows_count
-    return taping, trips
+    zeros = [L.zeros(t.shape, t.dtype) for t in tapes]
+    return L.loop(count, [*init, *zeros], captured, new_body)
 
 
 def _checkpointed(
@@ -399,31 +411,10 @@ def _checkpointed(
     at_start = apply("eq", apply("mod", body.index, K), constant(0))
     seg_of = apply("floordiv", body.index, K)
     writes = [
-        A.index_update(
-            s,
-            select(at_start, v, A.take(s, spec_row(v), (seg_of,))),
-            spec_row(v),
-            (seg_of,),
-            "set",
-        )
+        _set_row(s, seg_of, select(at_start, v, _row(s, seg_of)))
         for s, v in zip(saves, body.carried, strict=True)
     ]
-    fwd_body = L.Body(
-        body.index,
-        (*body.carried, *saves),
-        body.captured,
-        (*body.outputs, *writes),
-        None,
-        None,
-        True,
-        body.reverse,
-        body.label,
-        _extension(body, n, 2 * n),
-        tuple(range(n, 2 * n)),
-    )
-    forward = L.loop(
-        count, [*init, *(L.zeros(s.shape, s.dtype) for s in saves)], captured, fwd_body
-    )
+    forward = _with_tapes(node, count, saves, writes, None, None, True)
     saved = [L.result(forward, n + k) for k in range(n)]
     # backward, segment by segment: restore, re-tape K iterations, run them back
     s_index = L.var("segment", (), "int64")
@@ -448,10 +439,7 @@ def _checkpointed(
     moved = L.substitute([*body.outputs, *frontier], shift)
     rows = S.atom("node", seg_len)
     tape_vars = [L.var("tape_" + _hint(r), (rows, *r.shape), r.dtype) for r in frontier]
-    writes = [
-        A.index_update(t, r, spec_row(r), (j_var,), "set")
-        for t, r in zip(tape_vars, moved[n:], strict=True)
-    ]
+    writes = [_set_row(t, j_var, r) for t, r in zip(tape_vars, moved[n:], strict=True)]
     inner_fwd_body = L.Body(
         j_var,
         (*inner_state, *tape_vars),
@@ -460,10 +448,7 @@ def _checkpointed(
         label="recompute a segment: " + body.label,
         tapes=tuple(range(n, n + len(frontier))),
     )
-    restored = [
-        A.take(s, spec_row(v), (s_index,))
-        for s, v in zip(s_saved, body.carried, strict=True)
-    ]
+    restored = [_row(s, s_index) for s in s_saved]
     inner_fwd = L.loop(
         seg_len,
         [*restored, *(L.zeros(t.shape, t.dtype) for t in tape_vars)],
@@ -478,8 +463,7 @@ def _checkpointed(
     b_caps = [L.var(_hint(v), v.shape, v.dtype) for v in body.captured]
     b_start = L.var("start", (), "int64")
     reads: dict[Node, Node] = {
-        r: A.take(t, spec_row(r), (j_var,))
-        for r, t in zip(frontier, b_tapes, strict=True)
+        r: _row(t, j_var) for r, t in zip(frontier, b_tapes, strict=True)
     }
     reads[body.index] = apply("add", b_start, j_var)
     reads.update(zip(body.captured, b_caps, strict=True))

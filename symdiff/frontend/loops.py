@@ -196,7 +196,7 @@ class LoopLowering:
             return Source(B.constant(len(value)), lambda k, c: self.poison, list(value))
         if isinstance(value, Node) and value.shape:
             x = value
-            spec = (("at", 0), *(("all",),) * (len(x.shape) - 1))
+            spec = A.row_spec(len(x.shape))
             return Source(
                 A.dim(x.shape[0])
                 if not isinstance(x.shape[0], int)
@@ -216,7 +216,12 @@ class LoopLowering:
         if any(b is self.poison for b in bounds):
             return None
         if it.keywords or not 1 <= len(bounds) <= 3:
-            self.error(it, "`range` takes 1 to 3 positional arguments")
+            self.error(
+                it,
+                "`range` takes 1 to 3 positional arguments",
+                "write `range(stop)`, `range(start, stop)` or "
+                "`range(start, stop, step)`",
+            )
             return None
         ok = all(
             isinstance(b, Node) and not b.shape and b.dtype in ("int64", "bool")
@@ -278,7 +283,11 @@ class LoopLowering:
 
     def _enumerate(self, it: ast.Call) -> Source | None:
         if len(it.args) not in (1, 2) or it.keywords:
-            self.error(it, "`enumerate` takes an iterable and an optional start")
+            self.error(
+                it,
+                "`enumerate` takes an iterable and an optional start",
+                "write `enumerate(x)` or `enumerate(x, 1)`",
+            )
             return None
         inner = self._source(it.args[0])
         if inner is None:
@@ -289,7 +298,11 @@ class LoopLowering:
             if not (
                 isinstance(start, Node) and start.dtype == "int64" and not start.shape
             ):
-                self.error(it.args[1], "the start of `enumerate` must be an integer")
+                self.error(
+                    it.args[1],
+                    "the start of `enumerate` must be an integer",
+                    "use an int constant or an int argument",
+                )
                 return None
         first: Node = start  # type: ignore[assignment]
         items = None
@@ -305,7 +318,11 @@ class LoopLowering:
 
     def _zip(self, it: ast.Call) -> Source | None:
         if not it.args or it.keywords:
-            self.error(it, "`zip` takes one or more iterables")
+            self.error(
+                it,
+                "`zip` takes one or more iterables",
+                "write `zip(x, y)` with arrays, ranges or tuples",
+            )
             return None
         parts = [self._source(a) for a in it.args]
         if any(p is None for p in parts):
@@ -346,11 +363,8 @@ class LoopLowering:
         self._leave(stmt, "continues")
 
     def _leave(self, stmt: ast.stmt, kind: str) -> None:
-        ctx: LoopContext | None = getattr(self.frame, "loop", None)
-        if ctx is None:
-            word = "break" if kind == "breaks" else "continue"
-            self.error(stmt, f"`{word}` outside a loop")
-            return
+        ctx: LoopContext | None = self.frame.loop
+        assert ctx is not None, "Python rejects `break` outside a loop"
         getattr(ctx, kind).append((self.frame.live, dict(self.frame.env)))
         self.frame.live = B.FALSE
 
@@ -532,7 +546,7 @@ class LoopLowering:
             at += n_leaves
         for v, name in zip(carried, leaf_names, strict=True):
             self.hints.setdefault(v, name)
-        saved = (frame.env, frame.live, frame.returns, getattr(frame, "loop", None))
+        saved = (frame.env, frame.live, frame.returns, frame.loop)
         ctx = LoopContext()
         frame.env, frame.live, frame.returns = env, B.TRUE, []
         frame.loop = ctx

@@ -24,12 +24,11 @@ import os
 import sysconfig
 import types
 from dataclasses import dataclass, field
-from typing import Any
 
 from symdiff.custom import custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
 from symdiff.frontend.expressions import ExpressionLowering, python_value
-from symdiff.frontend.loops import LoopLowering
+from symdiff.frontend.loops import LoopContext, LoopLowering
 from symdiff.frontend.source import FunctionSource, function_source
 from symdiff.frontend.statements import StatementLowering, _local_names
 from symdiff.frontend.values import Static, Undefined, Value
@@ -49,7 +48,7 @@ class Frame:
     live: Node = B.TRUE
     returns: list[tuple[Node, Value]] = field(default_factory=list)
     running: bool = True  # False for a frame that only holds parameters
-    loop: Any = None  # the LoopContext of the loop body being lowered, if any
+    loop: LoopContext | None = None  # the loop body being lowered, if any
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,11 @@ class StatementLowering:
             )
             return
         if not isinstance(value, Node):
-            self.error(target, "the assigned value must be a number or an array")
+            self.error(
+                target,
+                "the assigned value must be a number or an array",
+                "assign one element at a time, e.g. `out[i] = a` and `out[j] = b`",
+            )
             return
         try:
             spec, index = AR.dynamic_spec(base, key, "element assignment")

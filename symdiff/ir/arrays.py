@@ -284,6 +284,12 @@ def arange(n: Length) -> Node:
 # branch's condition keeps in bounds: the code generator clamps it.
 
 
+def row_spec(rank: int) -> Spec:
+    """``x[k]`` (``x[k, :, ...]``) of an array of ``rank`` axes, ``k`` the first
+    index operand: a row of a tape, an item of ``for row in X``."""
+    return (("at", 0), *(("all",),) * (rank - 1))
+
+
 def guarded(spec: Spec) -> Spec:
     """``spec`` with its run-time positions marked for clamping."""
     return tuple((e[0], e[1], "clamp") if e[0] == "at" else e for e in spec)

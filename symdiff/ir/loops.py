@@ -259,17 +259,15 @@ def zeros(shape: Shape, dtype: str) -> Node:
     return broadcast_to(constant(zero), shape) if shape else constant(zero)
 
 
-def tape_arrays(roots: Sequence[Node]) -> list[tuple[Node, Node, bool]]:
-    """Every tape in the graph of ``roots``, in loops nested at any depth:
-    ``(loop, tape var, top_level)``."""
-    out: list[tuple[Node, Node, bool]] = []
-    stack: list[tuple[list[Node], bool]] = [(list(roots), True)]
+def tape_arrays(roots: Sequence[Node]) -> list[Node]:
+    """The initial value of every tape (its shape is the tape's) in the graph of
+    ``roots``, in loops nested at any depth."""
+    out: list[Node] = []
+    stack = [list(roots)]
     while stack:
-        nodes, top = stack.pop()
-        for n in topological(nodes):
-            if n.op != "loop":
-                continue
-            body = body_of(n)
-            out.extend((n, body.carried[k], top) for k in body.tapes)
-            stack.append((body.roots(), False))
+        for n in topological(stack.pop()):
+            if n.op == "loop":
+                body = body_of(n)
+                out.extend(n.args[1 + k] for k in body.tapes)
+                stack.append(body.roots())
     return out
