@@ -838,8 +838,8 @@ class ArrayKernel:
             test_env = test._scalar_env()
             test_lines = test.lines(test_env, printer)
             lines += [ind + t for t in test_lines]
-            cond = test._output_text(body.test, test_env, printer)
-            cond = cond if cond.isidentifier() else f"({cond})"
+            cond = test._value(body.test, test_env)
+            cond = cond if cond.isidentifier() or cond[0] == "(" else f"({cond})"
             lines.append(f"{inner}if not {cond}:")
             lines.append(f"{inner}{ind}break")
         roots = [*body.outputs, *([body.stop] if body.stop is not None else [])]
@@ -858,7 +858,7 @@ class ArrayKernel:
         lines += [ind + t for t in sub.lines(sub_env, printer)]
         stop_text = None
         if body.stop is not None:
-            stop_text = sub._output_text(body.stop, sub_env, printer)
+            stop_text = sub._value(body.stop, sub_env)
             if " " in stop_text or stop_text in state:
                 flag = self.namer.fresh("stop")
                 lines.append(f"{inner}{flag} = {stop_text}")
@@ -866,7 +866,7 @@ class ArrayKernel:
         targets, values = [], []
         seen: set[str] = set()
         for name, v, out in zip(state, body.carried, body.outputs, strict=True):
-            text = sub._output_text(out, sub_env, printer)
+            text = sub._value(out, sub_env)
             if out.shape and (text in seen or (out.op == "var" and out is not v)):
                 text = f"np.copy({text})"  # two names must not share one array
             seen.add(text)
@@ -894,13 +894,6 @@ class ArrayKernel:
             if hint:
                 return f"{hint}_tape"
         return _stem(v.attrs[1])
-
-    def _output_text(self, v: Node, env: dict[Node, str], printer: Printer) -> str:
-        if v in self.names:
-            return self.names[v]
-        if v.shape:
-            return self._array_text(v)
-        return printer.expr(v, env)[0]
 
     def _statement(self, n: Node, env: dict[Node, str], printer: Printer) -> list[str]:
         ind = printer.indent
