@@ -9,6 +9,7 @@ import sympy
 
 from symdiff.errors import ArgumentError, OutputError
 from symdiff.ir.node import Node, topological
+from symdiff.ir.ops import CONTROL_OPS
 
 
 def _num(value: Any) -> sympy.Expr:
@@ -110,7 +111,7 @@ def to_sympy(value: Any) -> Any:
             memo[node] = _num(node.value)
         elif node.op == "param":
             memo[node] = symbol(node)
-        elif node.op in ("loop", "item", "var"):
+        elif node.op in CONTROL_OPS or node.op == "var":
             raise OutputError(
                 "this kernel runs a loop, which has no closed form as formulas\n"
                 "  help: read the generated code (.source, --emit source) or the "

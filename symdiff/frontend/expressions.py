@@ -176,13 +176,6 @@ class ExpressionLowering:
         if isinstance(value, Node):
             return value
         if isinstance(value, Undefined):
-            if value.after == "loop":
-                return self.error(
-                    node,
-                    f"`{value.name}` is assigned only inside the loop at line "
-                    f"{value.line}",
-                    f"assign `{value.name}` before the loop to carry it through",
-                )
             return self.error(
                 node,
                 f"`{value.name}` may be undefined here",

@@ -495,8 +495,10 @@ class LoopLowering:
             n_leaves = len(_leaves(init_values[name]) or [])
             frame.env[name] = _rebuild(init_values[name], results[at : at + n_leaves])
             at += n_leaves
-        for name in sorted((assigned | targets) - set(state_names)):
-            frame.env[name] = Undefined(name, stmt.lineno, "loop")
+        # Names only the body uses are not read after the loop (those are state):
+        # they leave with it, so no value of the body leaks outside.
+        for name in (assigned | targets) - set(state_names):
+            frame.env.pop(name, None)
 
     def _lower_body(
         self,

@@ -20,7 +20,6 @@ class Undefined:
 
     name: str
     line: int
-    after: str = "if"  # assigned on some paths of an `if`, or only inside a "loop"
 
 
 Value = Node | tuple["Value", ...] | Static | Undefined
