@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -81,6 +82,20 @@ def source_with_helpers(fn: Callable[..., Any], module: types.ModuleType) -> str
             if inspect.isfunction(obj) and obj.__module__ == module.__name__:
                 todo.append(obj)
     return "\n".join(parts)
+
+
+def coverage(
+    cases: Any, patterns: dict[str, str], module: types.ModuleType
+) -> dict[str, list[str]]:
+    """For each feature, the corpus cases whose source (helpers included) matches
+    its regular expression."""
+    sources = {c.name: source_with_helpers(c.fn, module) for c in cases}
+    return {
+        feature: [
+            name for name, src in sources.items() if re.search(pattern, src, re.M)
+        ]
+        for feature, pattern in patterns.items()
+    }
 
 
 # -- references -------------------------------------------------------------------------

@@ -36,8 +36,8 @@ from tests.checks import (
     assert_close,
     assert_like_argument,
     contract,
+    coverage,
     load_copy,
-    source_with_helpers,
 )
 
 TARGET = "python"  # the broad sweep; CPU_SAMPLE runs on "cpu"
@@ -336,16 +336,10 @@ REQUIRED_TAGS = {
 }
 
 
-def coverage() -> dict[str, list[str]]:
-    sources = {c.name: source_with_helpers(c.fn, corpus) for c in CASES}
-    return {
-        op: [name for name, src in sources.items() if re.search(pattern, src)]
-        for op, pattern in REQUIRED_OPS.items()
-    }
-
-
 def test_corpus_covers_every_op():
-    missing = [op for op, names in coverage().items() if not names]
+    missing = [
+        op for op, names in coverage(CASES, REQUIRED_OPS, corpus).items() if not names
+    ]
     assert not missing, f"no corpus function uses: {missing}"
     tags = {t for c in CASES for t in c.tags}
     assert REQUIRED_TAGS <= tags, f"missing compositions: {REQUIRED_TAGS - tags}"
@@ -613,6 +607,6 @@ def test_shape_error_names_the_users_line(name, shapes, snippet, target):
 
 
 if __name__ == "__main__":  # the coverage table of the corpus
-    for op, names in coverage().items():
+    for op, names in coverage(CASES, REQUIRED_OPS, corpus).items():
         print(f"{op:32} {len(names):3}  {', '.join(names[:4])}")
     print(f"{len(CASES)} functions, {len(ARRAY_CASES)} with array outputs")

@@ -47,9 +47,9 @@ from tests.checks import (
     assert_close,
     assert_like_argument,
     contract,
+    coverage,
     fd_derivative,
     load_copy,
-    source_with_helpers,
 )
 from tests.loop_corpus import BY_NAME, CASES, Int, LoopCase
 
@@ -369,18 +369,12 @@ REQUIRED_TAGS = {
 }
 
 
-def coverage() -> dict[str, list[str]]:
-    sources = {c.name: source_with_helpers(c.fn, corpus) for c in CASES}
-    return {
-        feature: [
-            name for name, src in sources.items() if re.search(pattern, src, re.M)
-        ]
-        for feature, pattern in REQUIRED_FEATURES.items()
-    }
-
-
 def test_corpus_covers_every_feature():
-    missing = [f for f, names in coverage().items() if not names]
+    missing = [
+        f
+        for f, names in coverage(CASES, REQUIRED_FEATURES, corpus).items()
+        if not names
+    ]
     assert not missing, f"no corpus function uses: {missing}"
     tags = {t for c in CASES for t in c.tags}
     assert REQUIRED_TAGS <= tags, f"missing tags: {REQUIRED_TAGS - tags}"
@@ -586,7 +580,7 @@ def test_cpu_long_loop():
 
 
 if __name__ == "__main__":  # the coverage table of the corpus
-    for feature, names in coverage().items():
+    for feature, names in coverage(CASES, REQUIRED_FEATURES, corpus).items():
         print(f"{feature:32} {len(names):3}  {', '.join(names[:4])}")
     print(
         f"{len(CASES)} functions, {len(ARRAY_CASES)} with array outputs, "

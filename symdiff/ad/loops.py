@@ -232,21 +232,14 @@ def loop_vjp(
         accumulators=tuple(range(len(state), len(state) + len(caps))),
     )
     tapes = [L.result(taping, n + m) for m in range(len(frontier))]
-    back_init = [_cotangent(cotangents.get(k), body.carried[k]) for k in state] + [
-        L.zeros(body.captured[j].shape, "float64") for j in caps
-    ]
+    back_init = _backward_init(body, cotangents, state, caps)
     backward = L.loop(
         rows,
         back_init,
         [*(captured[j] for j in cap_used), *tapes],
         back_body,
     )
-    out: list[Node | None] = [None] * len(node.args)
-    for m, k in enumerate(state):
-        out[1 + k] = L.result(backward, m)
-    for m, j in enumerate(caps):
-        out[1 + n + j] = L.result(backward, len(state) + m)
-    return out
+    return _operand_adjoints(node, backward, state, caps)
 
 
 def _like(g: Node, v: Node) -> Node:
@@ -302,6 +295,28 @@ def _row(tape: Node, k: Node) -> Node:
 def _set_row(tape: Node, k: Node, value: Node) -> Node:
     """The tape with row ``k`` set to ``value`` (``tape[k] = value``)."""
     return A.index_update(tape, value, A.row_spec(len(tape.shape)), (k,), "set")
+
+
+def _backward_init(
+    body: L.Body, cotangents: dict[int, Node], state: list[int], caps: list[int]
+) -> list[Node]:
+    """A backward loop's start: the results' adjoints, then zero accumulators."""
+    adjoints = [_cotangent(cotangents.get(k), body.carried[k]) for k in state]
+    return adjoints + [L.zeros(body.captured[j].shape, "float64") for j in caps]
+
+
+def _operand_adjoints(
+    node: Node, backward: Node, state: list[int], caps: list[int]
+) -> list[Node | None]:
+    """The adjoints of ``node``'s operands (count, init..., captured...) from the
+    results of its backward loop (the state's adjoints, then the accumulators)."""
+    n = len(L.body_of(node).carried)
+    out: list[Node | None] = [None] * len(node.args)
+    for m, k in enumerate(state):
+        out[1 + k] = L.result(backward, m)
+    for m, j in enumerate(caps):
+        out[1 + n + j] = L.result(backward, len(state) + m)
+    return out
 
 
 def _cotangent(g: Node | None, v: Node) -> Node:
@@ -489,13 +504,6 @@ def _checkpointed(
         reverse=True,
         label=f"backward by segments of {every} (checkpoints): " + body.label,
     )
-    back_init = [_cotangent(cotangents.get(k), body.carried[k]) for k in state] + [
-        L.zeros(body.captured[j].shape, "float64") for j in caps
-    ]
+    back_init = _backward_init(body, cotangents, state, caps)
     outer = L.loop(segments, back_init, [*saved, *captured, count], outer_body)
-    out: list[Node | None] = [None] * len(node.args)
-    for m, k in enumerate(state):
-        out[1 + k] = L.result(outer, m)
-    for m, j in enumerate(caps):
-        out[1 + n + j] = L.result(outer, len(state) + m)
-    return out
+    return _operand_adjoints(node, outer, state, caps)
