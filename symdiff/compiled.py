@@ -18,7 +18,7 @@ from symdiff.ir.node import Node, topological
 from symdiff.kernel import Kernel, build_kernel
 from symdiff.transforms import PLANNERS, Spec, choose_mode, leaves, rebuild
 
-TARGETS = ("cpu", "parallel", "python")
+TARGETS = ("cpu", "parallel", "cuda", "python")
 
 _FLOAT_TYPES = (float, np.float64)
 
@@ -152,7 +152,6 @@ class Compiled:
         if target not in TARGETS:
             raise ArgumentError(
                 f"unknown target {target!r}: choose one of {', '.join(TARGETS)}"
-                " (cuda is planned)"
             )
         self._fun = fun
         self._spec = spec
@@ -270,7 +269,9 @@ class Compiled:
 
     def _specialise(self, args: tuple[Any, ...]) -> Callable[..., Any]:
         dtypes, casts = self._dtypes(args)
-        if self._spec.kind == "jacobian" and self._array_jacobian_needed(dtypes):
+        if self._target == "cuda":
+            fn = self._cuda_call(dtypes)
+        elif self._spec.kind == "jacobian" and self._array_jacobian_needed(dtypes):
             fn = self._array_jacobian(dtypes)
         elif self._spec.kind == "hessian" and any("[" in d for d in dtypes):
             fn = self._array_hessian(dtypes)
@@ -358,6 +359,54 @@ class Compiled:
             {"__call__": fast_call, "__module__": Compiled.__module__},
         )
         self.__class__ = fast
+
+    def _cuda_loop(self, kernel: Kernel) -> Any:
+        """The CUDA kernel running ``kernel`` (see :mod:`symdiff.backend.cuda`),
+        one element per argument array."""
+        from symdiff.vectorize import cuda_loop
+
+        names = [kernel.schedule.names[p] for p in kernel.plan.params]
+        return cuda_loop(kernel, names)
+
+    def _cuda_call(self, dtypes: tuple[str, ...]) -> Callable[..., Any]:
+        """A call on the GPU with numbers: one thread (batches of numbers go
+        through :func:`symdiff.vectorize`)."""
+        from symdiff.backend import cuda
+
+        kernel = self._kernel(dtypes)
+        loop = self._cuda_loop(kernel)
+        params = kernel.plan.params
+        in_types = [NUMPY_DTYPES[p.dtype] for p in params]
+        out_types = [NUMPY_DTYPES[n.dtype] for n in kernel.outputs]
+
+        def run(*args: Any) -> Any:
+            ins = [
+                cuda.to_device(np.array([a], t))
+                for a, t in zip(args, in_types, strict=True)
+            ]
+            outs = cuda.device_outputs(1, out_types)
+            loop.launch(1, ins, outs)
+            values = iter([o.copy_to_host()[0].item() for o in outs])
+            return rebuild(kernel.returns, lambda _: next(values))
+
+        return run
+
+    def ptx(self, cc: tuple[int, int] | None = None) -> str:
+        """The CUDA kernel of a ``target="cuda"`` transform compiled to PTX for
+        compute capability ``cc`` (numba-cuda's default if None), for the last
+        argument types called, else the annotated ones (float64 by default).
+        Needs numba-cuda, not a GPU."""
+        if self._target != "cuda":
+            raise ArgumentError(
+                f"PTX is generated for target='cuda'; `{self.__name__}` has "
+                f"target={self._target!r}"
+            )
+        from symdiff.backend import cuda
+
+        kernel = self.kernel
+        types = [NUMPY_DTYPES[p.dtype] for p in kernel.plan.params]
+        types += [NUMPY_DTYPES[n.dtype] for n in kernel.outputs]
+        return str(self._cuda_loop(kernel).ptx(cuda.signature(types), cc))
 
     def _array_jacobian_needed(self, dtypes: tuple[str, ...]) -> bool:
         if any("[" in d for d in dtypes):
@@ -539,7 +588,10 @@ class Compiled:
 
     @property
     def source(self) -> str:
-        """The generated Python/Numba source of the kernel."""
+        """The generated Python/Numba source of the kernel (for ``target="cuda"``:
+        of the CUDA kernel, which holds it as an inner function)."""
+        if self._target == "cuda":
+            return str(self._cuda_loop(self.kernel).source)
         return self.kernel.source
 
     @property
@@ -602,11 +654,18 @@ class Compiled:
     def __repr__(self) -> str:
         return f"<symdiff {self._spec.kind} of {self.__name__}>"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the function, the transform and the target: kernels are
+        built again where it is unpickled (a Dask worker, say), from the
+        function's source."""
+        return (Compiled, (self._fun, self._spec, self._target))
+
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
 
 
 _ITEMSIZE = {"float64": 8, "int64": 8, "bool": 1}
+NUMPY_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
 
 
 def _length_value(d: Any, args: tuple[Any, ...]) -> int | None:

@@ -33,19 +33,20 @@ from typing import Any
 import numpy as np
 
 from symdiff import __version__
+from symdiff.backend.cuda import CudaLoop, is_device_array
 from symdiff.backend.jit import NJIT_OPTIONS, synthetic_filename
-from symdiff.compiled import Compiled
+from symdiff.compiled import NUMPY_DTYPES, Compiled
 from symdiff.errors import ArgumentError
 from symdiff.kernel import Kernel
-from symdiff.transforms import rebuild
+from symdiff.transforms import leaves, rebuild
 
 #: Targets of :func:`vectorize`.
-TARGETS = ("cpu", "parallel")
+TARGETS = ("cpu", "parallel", "cuda")
 
 # The generated loops: per id(kernel), per (target, which arguments are broadcast
 # from one element).  A kernel's entry goes when the kernel is garbage-collected
 # (the loops hold its Numba dispatcher, not the kernel).
-_LOOPS: dict[int, dict[tuple[str, tuple[bool, ...]], _Loop]] = {}
+_LOOPS: dict[int, dict[tuple[str, tuple[bool, ...]], _Loop | CudaLoop]] = {}
 
 # NumPy dtype kind -> a sample scalar, from which Compiled picks the kernel dtype.
 _SAMPLES: dict[str, Any] = {
@@ -55,10 +56,9 @@ _SAMPLES: dict[str, Any] = {
     "f": np.float64(0.0),
 }
 
-_IR_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
 
 
-def vectorize(fun: Any = None, *, target: str = "cpu") -> Any:
+def vectorize(fun: Any = None, *, target: str | None = None) -> Any:
     """Turn a scalar transform into a batched, NumPy-style function.
 
     Parameters
@@ -67,17 +67,22 @@ def vectorize(fun: Any = None, *, target: str = "cpu") -> Any:
         A transform (``symdiff.grad``, ``value_and_grad``, ``jit``, ``jacobian``,
         ``hessian``) or a plain function of scalars, which is compiled with
         :func:`symdiff.jit`.  Omit it to use ``vectorize(...)`` as a decorator.
-    target : {"cpu", "parallel"}, default "cpu"
+    target : {"cpu", "parallel", "cuda"}, optional
         ``"cpu"``: one thread; ``"parallel"``: a ``numba.prange`` loop over
-        Numba's threads (``NUMBA_NUM_THREADS``).
+        Numba's threads (``NUMBA_NUM_THREADS``); ``"cuda"``: a grid-stride CUDA
+        kernel (needs numba-cuda; host arrays are copied to the GPU and back,
+        device arrays are used in place and the results stay on the device).
+        By default the transform's own target (``grad(f, target="parallel")``),
+        else ``"cpu"``.
 
     Returns
     -------
     Vectorized
         Called with arrays (or scalars) of broadcastable shapes, it returns the
         transform's result structure with an array of the broadcast shape at
-        each leaf (NumPy scalars for 0-d inputs, as ufuncs do).  ``.source``
-        shows the generated loop.
+        each leaf (NumPy scalars for 0-d inputs, as ufuncs do).  Dask arrays
+        give Dask arrays, computed chunk by chunk.  ``.source`` shows the
+        generated loop.
 
     Examples
     --------
@@ -89,22 +94,25 @@ def vectorize(fun: Any = None, *, target: str = "cpu") -> Any:
     >>> gx, gy
     (array([ 6., 12.]), array([1., 4.]))
     """
-    if target not in TARGETS:
-        if target == "cuda":
-            raise ArgumentError(
-                "the CUDA target of symdiff.vectorize is planned but not available "
-                "yet; use target='cpu' or target='parallel'"
-            )
+    if target is not None and target not in TARGETS:
         raise ArgumentError(
-            f"unknown target {target!r} for symdiff.vectorize: choose 'cpu' or "
-            "'parallel' ('cuda' is planned)"
+            f"unknown target {target!r} for symdiff.vectorize: choose 'cpu', "
+            "'parallel' or 'cuda'"
         )
     if fun is None:
         return lambda f: Vectorized(f, target)
     return Vectorized(fun, target)
 
 
-def _as_compiled(fun: Any) -> Compiled:
+def _target_of(fun: Any) -> str:
+    """The default target: the transform's own, else ``"cpu"``."""
+    if isinstance(fun, Vectorized):
+        return fun._target
+    target = getattr(fun, "_target", "cpu") if isinstance(fun, Compiled) else "cpu"
+    return target if target in TARGETS else "cpu"
+
+
+def _as_compiled(fun: Any, target: str) -> Compiled:
     if isinstance(fun, Vectorized):
         return fun._compiled
     if isinstance(fun, Compiled):
@@ -112,7 +120,7 @@ def _as_compiled(fun: Any) -> Compiled:
             raise ArgumentError(
                 f"cannot vectorize the {fun._spec.kind} of `{_name(fun)}`"
             )
-        if fun._target != "cpu":
+        if target != "cuda" and fun._target != "cpu":
             # The loop calls a Numba kernel: rebuild the transform for the CPU.
             return Compiled(fun._fun, fun._spec, "cpu")
         return fun
@@ -134,16 +142,14 @@ def _name(fun: Any) -> str:
 class Vectorized:
     """A scalar transform applied elementwise to arrays (see :func:`vectorize`)."""
 
-    def __init__(self, fun: Any, target: str = "cpu"):
-        self._compiled = _as_compiled(fun)
+    def __init__(self, fun: Any, target: str | None = None):
+        target = target or _target_of(fun)
+        self._compiled = _as_compiled(fun, target)
         self._target = target
-        self._last: tuple[Kernel, _Loop] | None = None
+        self._last: _Plan | None = None
         self._name = _name(self._compiled)
         self._params = list(self._compiled._signature.parameters)
-        self._plans: dict[
-            tuple[tuple[str, ...], tuple[bool, ...]],
-            tuple[Kernel, _Loop, list[type], list[type]],
-        ] = {}
+        self._plans: dict[tuple[tuple[str, ...], tuple[bool, ...]], _Plan] = {}
         functools.update_wrapper(self, self._compiled, updated=())
 
     @property
@@ -160,58 +166,147 @@ class Vectorized:
         compiled = self._compiled
         if kwargs or len(args) != compiled._nparams:
             args = compiled._bind(args, kwargs)
+        if any(hasattr(a, "__dask_graph__") for a in args):
+            return self._dask(args)
+        on_device = [self._target == "cuda" and is_device_array(a) for a in args]
         arrays = [
-            _as_array(self._name, n, a) for n, a in zip(self._params, args, strict=True)
+            a if d else _as_array(self._name, n, a)
+            for n, a, d in zip(self._params, args, on_device, strict=True)
         ]
         shape = arrays[0].shape if arrays else ()
         if any(a.shape != shape for a in arrays):
             shape = _broadcast_shape(self._name, self._params, arrays)
         size = math.prod(shape)
-        kinds = tuple(a.dtype.kind for a in arrays)
+        kinds = tuple(np.dtype(a.dtype).kind for a in arrays)
         scalar = tuple(a.size == 1 and size != 1 for a in arrays)
         plan = self._plans.get((kinds, scalar))
         if plan is None:
             plan = self._plan(kinds, scalar)
         kernel, loop, in_types, out_types = plan
-        self._last = kernel, loop
-        flat = [
-            _flat(a, shape, t, s)
-            for a, t, s in zip(arrays, in_types, scalar, strict=True)
-        ]
-        outs: list[np.ndarray] = [np.empty(size, t) for t in out_types]
-        if size and outs:
-            loop.compiled(*flat, *outs)
+        self._last = plan
+        if isinstance(loop, _Loop):
+            flat = [
+                _flat(a, shape, t, s)
+                for a, t, s in zip(arrays, in_types, scalar, strict=True)
+            ]
+            outs: list[Any] = [np.empty(size, t) for t in out_types]
+            if size and outs:
+                loop.compiled(*flat, *outs)
+        else:
+            outs = self._cuda(loop, arrays, on_device, shape, plan)
+        if any(on_device) and shape:
+            shaped = [o.reshape(shape) for o in outs]
+        else:
+            shaped = [_host(o).reshape(shape)[()] for o in outs]
         if not isinstance(kernel.returns, tuple):
-            return outs[0].reshape(shape)[()]
-        results = iter([o.reshape(shape)[()] for o in outs])
+            return shaped[0]
+        results = iter(shaped)
         return rebuild(kernel.returns, lambda _: next(results))
+
+    def _cuda(
+        self,
+        loop: CudaLoop,
+        arrays: list[Any],
+        on_device: list[bool],
+        shape: tuple[int, ...],
+        plan: _Plan,
+    ) -> list[Any]:
+        """Run the CUDA kernel: host arrays are copied in, device arrays checked
+        and used in place; the outputs are device arrays."""
+        from symdiff.backend import cuda
+
+        _, _, in_types, out_types = plan
+        size = math.prod(shape)
+        flat = []
+        given = zip(self._params, arrays, in_types, on_device, strict=True)
+        for name, a, t, d in given:
+            one = a.size == 1 and size != 1
+            if not d:
+                flat.append(cuda.to_device(_flat(a, shape, t, one)))
+                continue
+            if np.dtype(a.dtype) != np.dtype(t) or (a.shape != shape and not one):
+                want = f"shape {shape}" + (" (or one element)" if size != 1 else "")
+                raise ArgumentError(
+                    f"device array `{name}` of `{self._name}` has dtype {a.dtype} "
+                    f"and shape {a.shape}; the kernel takes {np.dtype(t)} arrays of "
+                    f"the broadcast {want}: device arrays are used in place, not "
+                    "converted or broadcast (host arrays are)"
+                )
+            flat.append(cuda.flat_device_array(name, a))
+        outs = cuda.device_outputs(size, out_types)
+        if outs:
+            loop.launch(size, flat, outs)
+        return outs
+
+    def _dask(self, args: tuple[Any, ...]) -> Any:
+        """Dask arrays in: the batched function applied chunk by chunk
+        (``dask.array.apply_gufunc`` with an elementwise signature, so Dask
+        broadcasts and aligns the chunks), Dask arrays out."""
+        import dask.array as da
+
+        # the kernel for the arguments' dtypes, checked as in a NumPy call
+        kinds = tuple(
+            _as_array(self._name, name, np.empty(0, np.result_type(a))).dtype.kind
+            for name, a in zip(self._params, args, strict=True)
+        )
+        unbroadcast = (False,) * len(args)
+        plan = self._plans.get((kinds, unbroadcast)) or self._plan(kinds, unbroadcast)
+        kernel, _, _, out_types = plan
+
+        def flat_outputs(*chunks: Any) -> Any:
+            out = leaves(self(*chunks))
+            return out[0] if len(out) == 1 else tuple(out)
+
+        # Dask's loop dimensions must be chunked alike: broadcast_arrays
+        # broadcasts the array arguments and unifies their chunks.
+        positions = [k for k, a in enumerate(args) if np.ndim(a)]
+        shaped = da.broadcast_arrays(*(args[k] for k in positions))
+        args = tuple(
+            shaped[positions.index(k)] if k in positions else a
+            for k, a in enumerate(args)
+        )
+        ins = ",".join("()" for _ in args)
+        outs = ",".join("()" for _ in out_types)
+        results = da.apply_gufunc(
+            flat_outputs,
+            f"{ins}->{outs}",
+            *args,
+            output_dtypes=out_types if len(out_types) > 1 else out_types[0],
+            vectorize=False,
+        )
+        if not isinstance(kernel.returns, tuple):
+            return results
+        it = iter(results)
+        return rebuild(kernel.returns, lambda _: next(it))
 
     def _plan(
         self, kinds: tuple[str, ...], scalar: tuple[bool, ...]
-    ) -> tuple[Kernel, _Loop, list[type], list[type]]:
+    ) -> _Plan:
         """The kernel, loop, argument and output dtypes for arrays of these kinds
         (checking them, e.g. that no bool is differentiated)."""
         dtypes, _ = self._compiled._dtypes(tuple(_SAMPLES[k] for k in kinds))
         kernel = self._compiled._kernel(dtypes)
         loop = _loop(kernel, self._target, self._params, scalar)
-        in_types = [_IR_DTYPES[d] for d in dtypes]
-        out_types = [_IR_DTYPES[node.dtype] for node in kernel.outputs]
+        in_types = [NUMPY_DTYPES[d] for d in dtypes]
+        out_types = [NUMPY_DTYPES[node.dtype] for node in kernel.outputs]
         plan = kernel, loop, in_types, out_types
         self._plans[kinds, scalar] = plan
         return plan
 
     # -- inspection -----------------------------------------------------------------
-    def _current(self) -> tuple[Kernel, _Loop]:
+    def _current(self) -> _Plan:
         if self._last is None:
-            n = len(self._params)
-            kernel, loop, _, _ = self._plan(("f",) * n, (False,) * n)
-            self._last = kernel, loop
+            kinds = {"float64": "f", "int64": "i", "bool": "b"}
+            dtypes = self._compiled._annotated_dtypes()
+            scalar = (False,) * len(dtypes)
+            self._last = self._plan(tuple(kinds[d] for d in dtypes), scalar)
         return self._last
 
     @property
     def source(self) -> str:
-        """The generated loop: the last one called, else the one for float64
-        arrays of the same shape."""
+        """The generated loop: the last one called, else the one for arrays of
+        the same shape, float64 but where a parameter is annotated ``int`` or
+        ``bool``."""
         return self._current()[1].source
 
     @property
@@ -224,8 +319,30 @@ class Vectorized:
         """The scalar kernel the loop calls."""
         return self._current()[0]
 
+    def ptx(self, cc: tuple[int, int] | None = None) -> str:
+        """The CUDA kernel (``target="cuda"``) compiled to PTX for compute
+        capability ``cc`` (numba-cuda's default if None), for the last argument
+        types called, else float64 arrays.  Needs numba-cuda, not a GPU."""
+        if self._target != "cuda":
+            raise ArgumentError(
+                f"PTX is generated for target='cuda'; this is target={self._target!r}"
+            )
+        from symdiff.backend import cuda
+
+        _, loop, in_types, out_types = self._current()
+        assert isinstance(loop, CudaLoop)
+        return loop.ptx(cuda.signature([*in_types, *out_types]), cc)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its transform and target (loops are built again)."""
+        return (Vectorized, (self._compiled, self._target))
+
     def __repr__(self) -> str:
         return f"<symdiff vectorize(target={self._target!r}) of {self._compiled!r}>"
+
+
+#: A plan: the kernel, its loop, the argument and the output dtypes.
+_Plan = tuple[Kernel, "_Loop | CudaLoop", list[type], list[type]]
 
 
 # -- arguments ----------------------------------------------------------------------
@@ -274,6 +391,10 @@ def _flat(
     return np.ascontiguousarray(array, dtype=dtype).reshape(-1)
 
 
+def _host(value: Any) -> np.ndarray:
+    return value.copy_to_host() if hasattr(value, "copy_to_host") else value
+
+
 # -- the generated loop -------------------------------------------------------------
 @dataclass
 class _Loop:
@@ -285,28 +406,54 @@ class _Loop:
 
 def _loop(
     kernel: Kernel, target: str, params: list[str], scalar: tuple[bool, ...]
-) -> _Loop:
+) -> _Loop | CudaLoop:
     loops = _LOOPS.get(id(kernel))
     if loops is None:
         loops = _LOOPS[id(kernel)] = {}
         weakref.finalize(kernel, _LOOPS.pop, id(kernel), None)
     loop = loops.get((target, scalar))
     if loop is None:
-        name, source = loop_source(kernel, target, params, scalar)
-        python = _load(source, name, kernel)
-        import numba  # here: `import symdiff` must stay light
+        if target == "cuda":
+            from symdiff.backend import cuda
 
-        options = dict(NJIT_OPTIONS, parallel=target == "parallel")
-        loop = _Loop(name, source, python, numba.njit(**options)(python))
+            cuda.check_scalar_kernel(kernel, kernel.traced.name)
+            name, source = loop_source(kernel, target, params, scalar)
+            loop = cuda.CudaLoop(name, source, cuda.load(source, name))
+        else:
+            name, source = loop_source(kernel, target, params, scalar)
+            python = _load(source, name, kernel)
+            import numba  # here: `import symdiff` must stay light
+
+            options = dict(NJIT_OPTIONS, parallel=target == "parallel")
+            loop = _Loop(name, source, python, numba.njit(**options)(python))
         loops[target, scalar] = loop
+    return loop
+
+
+def cuda_loop(kernel: Kernel, params: list[str]) -> CudaLoop:
+    """The CUDA kernel running ``kernel`` once per element of its arrays."""
+    loop = _loop(kernel, "cuda", params, (False,) * len(params))
+    assert isinstance(loop, CudaLoop)
     return loop
 
 
 def loop_source(
     kernel: Kernel, target: str, params: list[str], scalar: tuple[bool, ...]
 ) -> tuple[str, str]:
-    """The name and module text of the loop calling ``kernel`` per element."""
-    taken = {kernel.name, "numba"}
+    """The name and module text of the loop calling ``kernel`` per element
+    (for ``"cuda"``: a grid-stride CUDA kernel with ``kernel`` as an inner
+    function, see :mod:`symdiff.backend.cuda`)."""
+    taken = {kernel.name, "numba", "cuda"}
+    core_imports: list[str] = []
+    core: list[str] = []
+    if target == "cuda":
+        lines = kernel.source.splitlines()
+        start = next(k for k, line in enumerate(lines) if line.startswith("def "))
+        core_imports = [
+            line for line in lines[:start] if line.startswith(("import ", "from "))
+        ]
+        core = [f"    {line}" if line else "" for line in lines[start:]]
+        taken |= {line.split()[-1] for line in core_imports}
 
     def fresh(base: str, fallback: str) -> str:
         name = base if base.isidentifier() else fallback
@@ -327,13 +474,22 @@ def loop_source(
     counter = iter(outs)
     targets = _unpacked(rebuild(kernel.returns, lambda _: f"{next(counter)}[{i}]"))
     call_args = ", ".join(hoisted.get(a, f"{a}[{i}]") for a in args)
-    loop_range = "numba.prange" if target == "parallel" else "range"
+    length = f"{outs[0]}.shape[0]" if outs else "0"
+    loop_range = {
+        "cpu": f"range({length})",
+        "parallel": f"numba.prange({length})",
+        "cuda": f"range(cuda.grid(1), {length}, cuda.gridsize(1))",
+    }[target]
+    what = "CUDA kernel" if target == "cuda" else f"vectorize(target='{target}')"
     header = [
-        f"# generated by symdiff {__version__}: vectorize(target='{target}') of "
-        f"`{kernel.name}`",
+        f"# generated by symdiff {__version__}: {what} of `{kernel.name}`",
         f"# one call of `{kernel.name}` per element; the output arrays are "
         "preallocated",
     ]
+    if target == "cuda":
+        header.append(
+            "# a grid-stride loop: thread k computes elements k, k + gridsize, ..."
+        )
     if hoisted:
         header.append(
             f"# broadcast from one element: {', '.join(f'`{a}`' for a in hoisted)}"
@@ -341,10 +497,13 @@ def loop_source(
     lines = [*header]
     if target == "parallel":
         lines.append("import numba")
+    if target == "cuda":
+        lines += [*core_imports, "from numba import cuda"]
     lines += ["", "", f"def {name}({', '.join(args + outs)}):"]
+    if core:
+        lines += [*core, ""]
     lines += [f"    {h} = {a}[0]" for a, h in hoisted.items()]
-    length = f"{outs[0]}.shape[0]" if outs else "0"
-    lines.append(f"    for {i} in {loop_range}({length}):")
+    lines.append(f"    for {i} in {loop_range}:")
     lines.append(f"        {targets} = {kernel.name}({call_args})")
     return name, "\n".join(lines) + "\n"
 

@@ -1,6 +1,12 @@
 import os
 import sys
 
+# CUDA tests run in Numba's CUDA simulator unless a GPU is asked for; Numba reads
+# this when it is first imported, so it is set before anything imports Numba.
+if os.environ.get("SYMDIFF_TEST_GPU") != "1":
+    assert "numba" not in sys.modules, "conftest.py must run before Numba is imported"
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)

@@ -51,6 +51,11 @@ CASES = {
         symdiff.grad(G.smoothing, target="python"), (6,)
     ),
     "halve_value_and_grad": lambda: symdiff.value_and_grad(G.halve),
+    # CUDA: the scalar kernel as an inner function of a grid-stride kernel
+    "seed004_grad_cuda": lambda: symdiff.grad(G.seed004, target="cuda"),
+    "quickstart_value_and_grad_vectorize_cuda": lambda: symdiff.vectorize(
+        symdiff.value_and_grad(G.quickstart, argnums=(0, 1)), target="cuda"
+    ),
 }
 
 

@@ -402,10 +402,51 @@ def test_decorator_forms_and_keywords():
     assert vectorize(area).transform is area.transform
 
 
+# -- Dask -----------------------------------------------------------------------------
+@pytest.mark.parametrize("target", TARGETS)
+def test_dask_arrays_give_dask_arrays_chunk_by_chunk(target):
+    da = pytest.importorskip("dask.array")
+    vg = vectorize(symdiff.value_and_grad(f2, argnums=(0, 1)), target=target)
+    x = da.from_array(XS, chunks=10)
+    value, (gx, gy) = vg(x, YS[0])
+    assert all(isinstance(a, da.Array) for a in (value, gx, gy))
+    assert gx.chunks == ((10, 10, 10, 10, 1),)
+    assert_close_all((value, (gx, gy)), vg(XS, YS[0]))
+    # chunks that differ between arguments are unified; shapes broadcast
+    y = da.from_array(YS, chunks=15)
+    gx, gy = vectorize(symdiff.grad(f2, argnums=(0, 1)), target=target)(x, y)
+    assert_close_all((gx, gy), vectorize(symdiff.grad(f2, argnums=(0, 1)))(XS, YS))
+    grid = vectorize(symdiff.grad(f2), target=target)(x[:, None], y[None, :5])
+    assert grid.shape == (41, 5) and isinstance(grid, da.Array)
+    np.testing.assert_array_equal(
+        grid.compute(), vectorize(symdiff.grad(f2))(XS[:, None], YS[None, :5])
+    )
+
+
+def test_dask_arrays_of_the_wrong_dtype():
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(symdiff.ArgumentError, match="`x` of `f2` has complex"):
+        vectorize(symdiff.grad(f2))(da.from_array(XS + 1j), 1.0)
+
+
+def assert_close_all(got, want):
+    for g, w in zip(leaves(got), leaves(want), strict=True):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_transforms_and_vectorized_functions_pickle():
+    import pickle
+
+    g = symdiff.grad(f2, argnums=(0, 1), target="parallel")
+    again = pickle.loads(pickle.dumps(g))
+    assert again(1.3, 0.4) == g(1.3, 0.4)
+    vec = pickle.loads(pickle.dumps(vectorize(g)))
+    assert vec.target == "parallel"
+    assert_close_all(vec(XS, YS), vectorize(g)(XS, YS))
+
+
 # -- errors ---------------------------------------------------------------------------
-def test_cuda_target_is_planned():
-    with pytest.raises(symdiff.ArgumentError, match=r"CUDA target .* is planned"):
-        vectorize(symdiff.grad(z), target="cuda")
+def test_unknown_target():
     with pytest.raises(symdiff.ArgumentError, match=r"unknown target 'gpu'.*'cpu'"):
         vectorize(z, target="gpu")
 

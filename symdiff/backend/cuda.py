@@ -1,0 +1,243 @@
+"""The CUDA target: grid-stride kernels on ``numba-cuda``, imported lazily.
+
+A CUDA kernel runs one scalar kernel per element, like the CPU loops of
+:mod:`symdiff.vectorize`; its module text comes from the same generator
+(:func:`symdiff.vectorize.loop_source`), with the scalar kernel written *inside*
+the CUDA kernel as an inner function::
+
+    def f_grad_cuda(x, y, x_bar, y_bar):
+        def f_grad(x, y):
+            ...                      # the scalar kernel's text, unchanged
+            return t3, t4
+
+        for i in range(cuda.grid(1), x_bar.shape[0], cuda.gridsize(1)):
+            x_bar[i], y_bar[i] = f_grad(x[i], y[i])
+
+Numba inlines the inner function.  A separate ``cuda.jit(device=True)`` function
+would read the compute capability of the current GPU when the kernel is typed,
+so the kernel could not be compiled to PTX on a machine without one; this way
+:meth:`CudaLoop.ptx` compiles it anywhere numba-cuda and its NVVM are installed.
+
+Arguments that are host (NumPy) arrays are copied to the device and the results
+copied back; device arrays (numba-cuda's, or any object with
+``__cuda_array_interface__``: CuPy, PyTorch) are used in place and the results
+stay on the device.  With ``NUMBA_ENABLE_CUDASIM=1`` Numba's CUDA simulator runs
+the same kernels in Python (slowly), which is how the tests run without a GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from symdiff.backend.jit import IEEE_MATH, synthetic_filename
+from symdiff.errors import ArgumentError
+from symdiff.ir.node import topological
+from symdiff.kernel import Kernel
+
+#: Threads per block.  Blocks: enough for every element, at most BLOCKS_PER_SM
+#: per multiprocessor (the grid-stride loop covers the rest).
+THREADS = 256
+BLOCKS_PER_SM = 32
+#: Compute capability of PTX when numba-cuda does not say.
+DEFAULT_CC = (7, 5)
+#: The simulator runs each thread as a Python thread: keep its grids small.
+SIMULATOR_THREADS = 32
+SIMULATOR_BLOCKS = 4
+
+INSTALL_HINT = (
+    "install numba-cuda (pip install 'symdiff[cuda]', or numba-cuda[cu12] / "
+    "[cu13] to match your driver)"
+)
+
+
+class CudaUnavailableError(ArgumentError):
+    """The CUDA target cannot run here: numba-cuda is missing or finds no GPU."""
+
+
+def numba_cuda() -> Any:
+    """``numba.cuda`` from numba-cuda, or a clear error."""
+    try:
+        from numba import cuda
+    except ImportError as exc:
+        raise CudaUnavailableError(
+            f"target='cuda' needs numba-cuda, which is not installed ({exc}); "
+            f"{INSTALL_HINT}"
+        ) from None
+    return cuda
+
+
+def simulated() -> bool:
+    """Whether ``numba.cuda`` is Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1,
+    read when Numba is first imported)."""
+    config = getattr(numba_cuda(), "config", None)
+    return bool(getattr(config, "ENABLE_CUDASIM", False))
+
+
+def check_scalar_kernel(kernel: Kernel, what: str) -> None:
+    """Raise a clear error if ``kernel`` needs arrays: a CUDA thread runs one
+    element with scalars only (no allocation)."""
+    for p in kernel.plan.params:
+        if p.shape:
+            raise ArgumentError(
+                f"target='cuda' runs functions of numbers, one element per thread; "
+                f"`{what}` takes an array (`{kernel.schedule.names.get(p, '?')}`). "
+                "Run array programs with target='cpu' or 'parallel', or batch a "
+                "function of numbers with symdiff.vectorize(..., target='cuda')"
+            )
+    if any(n.shape for n in topological(kernel.outputs)):
+        raise ArgumentError(
+            f"`{what}` cannot run on CUDA: its kernel allocates arrays (a loop's "
+            "tape, which a CUDA thread cannot allocate). Use target='cpu' or "
+            "'parallel', or write the loop with a constant trip count of at most 8 "
+            "(unrolled)"
+        )
+
+
+@dataclass
+class CudaLoop:
+    """One generated CUDA kernel: its text, the plain function, and (on first
+    launch) the numba-cuda dispatcher."""
+
+    name: str
+    source: str
+    python: Callable[..., Any]
+    _dispatcher: Any = field(default=None, repr=False)
+
+    @property
+    def dispatcher(self) -> Any:
+        if self._dispatcher is None:
+            self._dispatcher = numba_cuda().jit(self.python)
+        return self._dispatcher
+
+    def ptx(self, signature: str, cc: tuple[int, int] | None = None) -> str:
+        """The kernel compiled to PTX for ``signature`` (numba-cuda's type
+        string, ``"(float64[::1], float64[::1])"``) and compute capability ``cc``
+        (numba-cuda's default, ``NUMBA_CUDA_DEFAULT_PTX_CC``, if None: not the
+        current GPU's, so that it is the same with or without one).  Needs no
+        GPU; not available in the simulator."""
+        cuda = numba_cuda()
+        if simulated():
+            raise CudaUnavailableError(
+                "PTX cannot be generated in Numba's CUDA simulator "
+                "(NUMBA_ENABLE_CUDASIM=1): run without it"
+            )
+        if cc is None:
+            cc = tuple(getattr(cuda.config, "CUDA_DEFAULT_PTX_CC", DEFAULT_CC))
+        ptx, _ = cuda.compile_ptx(self.python, signature, cc=cc, fastmath=False)
+        return str(ptx)
+
+    def launch(self, size: int, arrays: list[Any], outs: list[Any]) -> None:
+        """Run the kernel over ``size`` elements (arrays already on the device)."""
+        if not size:
+            return
+        threads, blocks = _grid(size)
+        try:
+            self.dispatcher[blocks, threads](*arrays, *outs)
+        except Exception as exc:
+            _raise_unavailable(exc)
+            raise
+
+
+def _grid(size: int) -> tuple[int, int]:
+    if simulated():
+        threads = min(SIMULATOR_THREADS, size)
+        return threads, min(-(-size // threads), SIMULATOR_BLOCKS)
+    return THREADS, min(-(-size // THREADS), BLOCKS_PER_SM * _multiprocessors())
+
+
+@functools.cache
+def _multiprocessors() -> int:
+    device = numba_cuda().get_current_device()
+    return int(device.MULTIPROCESSOR_COUNT)
+
+
+def _raise_unavailable(exc: Exception) -> None:
+    """A missing driver or GPU as a :class:`CudaUnavailableError` (other errors
+    go on as they are)."""
+    if type(exc).__name__ in ("CudaSupportError", "CudaDriverError") or (
+        "CUDA driver" in str(exc)
+    ):
+        raise CudaUnavailableError(
+            f"target='cuda' found no usable GPU ({str(exc).strip()}). Use "
+            "target='cpu' or 'parallel', or set NUMBA_ENABLE_CUDASIM=1 to run the "
+            "kernels in Numba's CUDA simulator"
+        ) from None
+
+
+def load(source: str, name: str) -> Callable[..., Any]:
+    """Execute a CUDA kernel's module; its text is registered with linecache.
+    In the simulator, ``math`` gets IEEE semantics (``sqrt(-1)`` is NaN, as on
+    the GPU, not a Python exception)."""
+    filename = synthetic_filename(name, source)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"__name__": f"symdiff_generated_{name}"}
+    numba_cuda()
+    exec(compile(source, filename, "exec"), namespace)
+    if simulated() and "math" in namespace:
+        namespace["math"] = IEEE_MATH
+    fn = namespace[name]
+    assert callable(fn)
+    return fn  # type: ignore[no-any-return]
+
+
+# -- arguments ------------------------------------------------------------------------
+def is_device_array(value: Any) -> bool:
+    """A CUDA device array: numba-cuda's (or the simulator's), CuPy's, a CUDA
+    PyTorch tensor... (checked without importing numba-cuda)."""
+    return hasattr(value, "__cuda_array_interface__") or hasattr(
+        value, "copy_to_host"
+    )
+
+
+def to_device(array: np.ndarray) -> Any:
+    """A host array copied to the device."""
+    return numba_cuda().to_device(array)
+
+
+def flat_device_array(name: str, value: Any) -> Any:
+    """A device array as the flat, C-contiguous view the kernel indexes."""
+    if not hasattr(value, "copy_to_host"):
+        value = numba_cuda().as_cuda_array(value)
+    if len(value.shape) != 1:
+        if not value.is_c_contiguous():
+            raise ArgumentError(
+                f"device array `{name}` is not C-contiguous; pass a contiguous copy"
+            )
+        value = value.reshape(value.size)
+    return value
+
+
+def device_outputs(size: int, dtypes: list[Any]) -> list[Any]:
+    cuda = numba_cuda()
+    return [cuda.device_array(size, dtype=t) for t in dtypes]
+
+
+def signature(dtypes: list[Any]) -> str:
+    """numba-cuda's type string for 1-D C-contiguous arrays of these dtypes."""
+    names: dict[np.dtype[Any], str] = {
+        np.dtype(np.float64): "float64",
+        np.dtype(np.int64): "int64",
+        np.dtype(np.bool_): "boolean",
+    }
+    return "(" + ", ".join(f"{names[np.dtype(t)]}[::1]" for t in dtypes) + ")"
+
+
+__all__ = [
+    "CudaLoop",
+    "CudaUnavailableError",
+    "check_scalar_kernel",
+    "device_outputs",
+    "flat_device_array",
+    "is_device_array",
+    "load",
+    "numba_cuda",
+    "signature",
+    "simulated",
+    "to_device",
+]

@@ -1,0 +1,251 @@
+"""The CUDA target (numba-cuda): every transform with target="cuda" and
+vectorize(..., target="cuda"), run in Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1,
+set by conftest.py) or on a GPU (SYMDIFF_TEST_GPU=1), against the CPU target; and
+every kernel launched compiled to PTX in a process without the simulator.
+
+Every test here is marked ``gpu``: ``SYMDIFF_TEST_GPU=1 pytest -m gpu`` runs them on
+a GPU; the ones decorated ``needs_gpu`` are skipped without one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symdiff
+from symdiff.backend import cuda as backend
+
+cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+
+from cuda_cases import CASES, POS, YS, launched_kernels, record_launches, smooth  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ON_GPU = os.environ.get("SYMDIFF_TEST_GPU") == "1"
+needs_gpu = pytest.mark.skipif(not ON_GPU, reason="needs a GPU (SYMDIFF_TEST_GPU=1)")
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _record_every_launch():
+    """Every kernel this module launches is compiled to PTX at its end."""
+    undo = record_launches()
+    yield
+    undo()
+
+
+def leaves(value):
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in leaves(v)]
+    return [value]
+
+
+def host(value):
+    return value.copy_to_host() if hasattr(value, "copy_to_host") else value
+
+
+def assert_same(got, want, rtol=1e-13):
+    got_leaves, want_leaves = leaves(got), leaves(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves):
+        g = host(g)
+        assert type(g) is type(w) or np.shape(g) == np.shape(w)
+        assert np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(np.asarray(g, float), np.asarray(w, float), rtol=rtol, atol=1e-300)
+
+
+def test_the_simulator_is_on_unless_a_gpu_is_asked_for():
+    assert backend.simulated() is not ON_GPU
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_cuda_matches_cpu(case):
+    """Each transform and vectorized form on CUDA gives the CPU target's values
+    (same structure and types: Python numbers for calls with numbers)."""
+    assert_same(case.run("cuda"), case.run("cpu"))
+
+
+def test_results_match_the_analytic_gradient():
+    gx, gy = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)), target="cuda")(POS, YS)
+    v = POS * POS
+    zv = np.exp(np.sin(v) * np.log(v))
+    dv = zv * (np.cos(v) * np.log(v) + np.sin(v) / v) + YS
+    np.testing.assert_allclose(gx, dv * 2 * POS, rtol=1e-12)
+    np.testing.assert_allclose(gy, v, rtol=1e-15)
+
+
+def test_calls_with_numbers_return_python_numbers():
+    g = symdiff.grad(smooth, argnums=(0, 1), target="cuda")
+    gx, gy = g(1.3, 0.4)
+    assert type(gx) is float and type(gy) is float
+    flag, size = symdiff.jit(lambda x, y: (x > y, abs(x - y)), target="cuda")(1.0, 3.0)
+    assert flag is False and size == 2.0
+
+
+def test_int_arguments_are_cast_for_differentiation():
+    g = symdiff.grad(smooth, argnums=(0, 1), target="cuda")
+    assert g(2, 1) == pytest.approx(symdiff.grad(smooth, argnums=(0, 1))(2.0, 1.0), rel=1e-15)
+
+
+# -- device arrays ----------------------------------------------------------------------
+def test_device_arrays_in_give_device_arrays_out():
+    vec = symdiff.vectorize(symdiff.value_and_grad(smooth, argnums=(0, 1)), target="cuda")
+    x = POS[:36].reshape(6, 6)
+    value, (gx, gy) = vec(cuda.to_device(x), cuda.to_device(YS[:36].reshape(6, 6)))
+    assert all(hasattr(a, "copy_to_host") for a in (value, gx, gy))
+    assert value.shape == gx.shape == (6, 6)
+    want = symdiff.vectorize(symdiff.value_and_grad(smooth, argnums=(0, 1)))(
+        x, YS[:36].reshape(6, 6)
+    )
+    assert_same((value, (gx, gy)), want)
+
+
+def test_device_arrays_mix_with_host_arrays_and_numbers():
+    vec = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)), target="cuda")
+    gx, gy = vec(cuda.to_device(POS), 0.5)
+    assert hasattr(gx, "copy_to_host")
+    assert_same((gx, gy), symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)))(POS, 0.5))
+    gx, _ = vec(cuda.to_device(POS), YS)  # a host array is copied over
+    assert_same(gx, symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)))(POS, YS)[0])
+
+
+def test_device_arrays_are_not_converted_or_broadcast():
+    vec = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)), target="cuda")
+    with pytest.raises(symdiff.ArgumentError, match=r"device array `x` of `smooth` has dtype float32"):
+        vec(cuda.to_device(POS.astype(np.float32)), 1.0)
+    with pytest.raises(symdiff.ArgumentError, match=r"broadcast shape \(5, 37\)"):
+        vec(cuda.to_device(POS), np.ones((5, 1)))
+
+
+def test_empty_and_zero_dimensional_inputs():
+    vec = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)), target="cuda")
+    gx, gy = vec(np.empty(0), 1.0)
+    assert gx.shape == gy.shape == (0,)
+    gx, gy = vec(1.3, np.array(0.4))
+    assert isinstance(gx, np.float64)
+    assert (gx, gy) == pytest.approx(symdiff.grad(smooth, argnums=(0, 1))(1.3, 0.4), rel=1e-15)
+
+
+# -- source -------------------------------------------------------------------------------
+def test_source_holds_the_scalar_kernel_as_an_inner_function():
+    g = symdiff.grad(smooth, argnums=(0, 1))
+    vec = symdiff.vectorize(g, target="cuda")
+    src = vec.source
+    assert src.startswith(
+        f"# generated by symdiff {symdiff.__version__}: CUDA kernel of `smooth_grad`\n"
+    )
+    assert "from numba import cuda\n" in src and "import math\n" in src
+    assert "def smooth_grad_cuda(x, y, x_bar, y_bar):\n    def smooth_grad(x, y):\n" in src
+    body = g.source.split("\n\n\n")[1]
+    assert "\n".join("    " + line if line else "" for line in body.splitlines()) in src
+    assert (
+        "    for i in range(cuda.grid(1), x_bar.shape[0], cuda.gridsize(1)):\n"
+        "        x_bar[i], y_bar[i] = smooth_grad(x[i], y[i])\n"
+    ) in src
+    again = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)), target="cuda")
+    assert again.source == src
+    # a transform with target="cuda" shows the same kernel
+    assert symdiff.grad(smooth, argnums=(0, 1), target="cuda").source == src
+
+
+def shadow(math, cuda):
+    return math**cuda  # its derivative calls math.log
+
+
+def test_names_the_inner_function_reads_are_not_shadowed():
+    # `math` and `cuda` as parameters would hide the modules from the inner function
+    vec = symdiff.vectorize(symdiff.grad(shadow, argnums=(0, 1)), target="cuda")
+    assert "def shadow_grad_cuda(math_, cuda_, math_bar, cuda_bar)" in vec.source
+    assert_same(vec(POS, YS), (YS * POS ** (YS - 1), POS**YS * np.log(POS)), rtol=1e-12)
+
+
+def test_vectorize_takes_the_transforms_target():
+    assert symdiff.vectorize(symdiff.grad(smooth, target="cuda")).target == "cuda"
+    assert symdiff.vectorize(symdiff.grad(smooth, target="parallel")).target == "parallel"
+    assert symdiff.vectorize(symdiff.grad(smooth, target="python")).target == "cpu"
+    assert symdiff.vectorize(symdiff.grad(smooth, target="cuda"), target="cpu").target == "cpu"
+
+
+# -- errors -------------------------------------------------------------------------------
+def loop_with_tape(x, n: int):
+    s = x
+    for _ in range(n):
+        s = math.sin(s) * x
+    return s
+
+
+def test_array_programs_and_taped_loops_are_reported():
+    with pytest.raises(symdiff.ArgumentError, match=r"`total` takes an array \(`x`\).*vectorize"):
+        symdiff.grad(total, target="cuda")(np.ones(3))
+    with pytest.raises(symdiff.ArgumentError, match=r"`loop_with_tape` cannot run on CUDA: .*tape"):
+        symdiff.grad(loop_with_tape, target="cuda")(0.5, 4)
+    # the forward pass needs no tape
+    assert symdiff.jit(loop_with_tape, target="cuda")(0.5, 4) == pytest.approx(
+        symdiff.jit(loop_with_tape)(0.5, 4), rel=1e-15
+    )
+
+
+def total(x):
+    return np.sum(x * x)
+
+
+def test_ptx_is_for_the_cuda_target_only():
+    with pytest.raises(symdiff.ArgumentError, match="PTX is generated for target='cuda'"):
+        symdiff.grad(smooth).ptx()
+    with pytest.raises(symdiff.ArgumentError, match="PTX is generated for target='cuda'"):
+        symdiff.vectorize(symdiff.grad(smooth)).ptx()
+    if backend.simulated():
+        with pytest.raises(backend.CudaUnavailableError, match="simulator"):
+            symdiff.grad(smooth, target="cuda").ptx()
+
+
+# -- PTX ----------------------------------------------------------------------------------
+def test_every_kernel_launched_compiles_to_ptx(tmp_path):
+    """The kernels of every case (and of the tests above, when they ran first), each
+    for the argument types it was launched with, compiled to PTX by numba-cuda's NVVM
+    in a process without the simulator (no GPU needed)."""
+    for case in CASES:
+        case.run("cuda")
+    kernels = launched_kernels()
+    # (some cases share a kernel: the gradient called with numbers or vectorized)
+    assert len({k["source"] for k in kernels}) >= 20
+    path = tmp_path / "kernels.json"
+    path.write_text(json.dumps(kernels))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "cuda_cases.py"), "--ptx", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert len(report) == len(kernels)
+    assert all(length > 1000 and target.startswith(".target sm_") for _, _, length, target in report)
+
+
+# -- on a GPU -------------------------------------------------------------------------------
+@needs_gpu
+def test_a_million_points_on_the_gpu():
+    rng = np.random.default_rng(0)
+    u = rng.uniform(0.1, 3.0, 10**6)
+    g = symdiff.grad(smooth, argnums=(0, 1))
+    got = symdiff.vectorize(g, target="cuda")(u, 0.5)
+    want = symdiff.vectorize(g)(u, 0.5)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@needs_gpu
+def test_device_arrays_stay_on_the_device():
+    u = cuda.to_device(np.linspace(0.5, 2.0, 10**5))
+    gx = symdiff.vectorize(symdiff.grad(smooth), target="cuda")(u, 1.0)
+    assert type(gx).__name__ == "DeviceNDArray"
+    np.testing.assert_allclose(gx.copy_to_host(), symdiff.vectorize(symdiff.grad(smooth))(u.copy_to_host(), 1.0), rtol=1e-12)
