@@ -57,7 +57,9 @@ import report  # noqa: E402
 import scalar_cases  # noqa: E402
 import startup  # noqa: E402
 
-WORKLOADS = ("latency", "nested", "from_sympy", "arrays", "startup")
+WORKLOADS = ("latency", "nested", "from_sympy", "arrays", "startup", "cuda")
+# Reported apart, each from a fresh process: start-up costs, and the GPU.
+APART = ("startup", "cuda")
 
 
 def cases_for(workload: str, quick: bool) -> list[harness.Case]:
@@ -70,8 +72,8 @@ def cases_for(workload: str, quick: bool) -> list[harness.Case]:
         return [scalar_cases.from_sympy_case()]
     if workload == "arrays":
         return array_cases.array_cases()
-    if workload == "startup":
-        return []  # fresh processes, reported apart (startup.py)
+    if workload in APART:
+        return []  # fresh processes, reported apart (startup.py, cuda_bench.py)
     raise ValueError(workload)
 
 
@@ -137,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise SystemExit(f"unknown tools {sorted(unknown)}: {harness.TOOLS}")
     cases = selected_cases(args.only, args.quick)
-    with_startup = any(i.partition(":")[0] == "startup" for i in args.only or WORKLOADS)
-    if not cases and not with_startup:
+    asked = {i.partition(":")[0] for i in args.only or WORKLOADS}
+    apart = [w for w in APART if w in asked]
+    with_startup = "startup" in apart
+    if not cases and not apart:
         raise SystemExit(f"no case matches --only {' '.join(args.only or [])}")
     started = time.perf_counter()
     ctx = harness.Context(harness.Settings.make(args.quick), tools)
@@ -174,6 +178,17 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(startup_text)
         summary += "\n" + startup_text
+    if "cuda" in apart:
+        sizes = "1e6,1e7" if args.quick else "1e6,1e7,1e8"
+        gpu = subprocess.run(
+            [sys.executable, str(HERE / "cuda_bench.py"), "--sizes", sizes],
+            capture_output=True,
+            text=True,
+        )
+        gpu_text = gpu.stdout.strip() or f"cuda: failed\n{gpu.stderr[-2000:]}"
+        print()
+        print(gpu_text)
+        summary += "\n" + gpu_text
     print(f"\ntotal time: {elapsed:.0f} s")
     if args.json:
         payload = {

@@ -127,9 +127,12 @@ def grad(
         Which positional arguments to differentiate with respect to.
     has_aux : bool, default False
         ``fun`` returns ``(value, aux)``; ``aux`` is passed through.
-    target : {"cpu", "python"}, default "cpu"
-        ``"cpu"`` compiles with Numba; ``"python"`` runs the generated source as
-        plain Python.
+    target : {"cpu", "parallel", "cuda", "python"}, default "cpu"
+        ``"cpu"`` compiles with Numba; ``"parallel"`` also runs the outer loops
+        of array kernels on threads; ``"cuda"`` runs the kernel on the GPU
+        (numba-cuda; functions of numbers: batch them with
+        :func:`symdiff.vectorize`); ``"python"`` runs the generated source as
+        plain Python.  Every transform takes the same ``target``.
     checkpoint : int, optional
         For loops: keep the loop's state every ``checkpoint`` iterations instead
         of a tape row per iteration, and recompute each segment's tape during the

@@ -1,0 +1,163 @@
+"""symdiff on a GPU: the batched gradient's throughput against the GPU's memory
+bandwidth, and against a hand-written numba-cuda kernel.
+
+    python benchmarks/cuda_bench.py [--sizes 1e6,1e7,1e8] [--rounds 20]
+
+The workload is the gradient of seed 004's z(u) = exp(sin(u**2) * log(u**2)), one
+float64 read and one written per point (16 bytes), with the arrays already on the
+device:
+
+- ``symdiff.vectorize(symdiff.grad(z), target="cuda")`` called with a device
+  array (it allocates its output, as a NumPy-style function does);
+- a hand-written numba-cuda grid-stride kernel doing the same, also allocating
+  its output per call;
+- the same symdiff call with host (NumPy) arrays: copies in and out included;
+- the bandwidth: a copy kernel (``out[i] = a[i]``, 16 bytes per element) at each
+  size; the largest size's figure is the GPU's measured bandwidth.
+
+Every timing ends with ``cuda.synchronize()``; medians of ``--rounds``.  Without
+numba-cuda or a GPU (or under the simulator) it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import symdiff
+
+
+def z(u):
+    return math.exp(math.sin(u**2) * math.log(u**2))
+
+
+def unavailable() -> str | None:
+    """Why the GPU benchmark cannot run here, or None."""
+    try:
+        from numba import cuda
+    except ImportError as exc:
+        return f"numba-cuda is not installed ({exc})"
+    if getattr(cuda.config, "ENABLE_CUDASIM", False):
+        return "NUMBA_ENABLE_CUDASIM=1 (the simulator is no GPU)"
+    try:
+        if not cuda.is_available():
+            return "no CUDA GPU found"
+    except Exception as exc:  # a driver problem
+        return f"no usable CUDA GPU ({exc})"
+    return None
+
+
+def kernels():
+    global cuda
+    from numba import cuda  # a global: the kernels read `cuda.grid` from it
+
+    @cuda.jit
+    def copy(a, out):
+        for i in range(cuda.grid(1), a.shape[0], cuda.gridsize(1)):
+            out[i] = a[i]
+
+    @cuda.jit
+    def hand_grad(u, out):
+        for i in range(cuda.grid(1), u.shape[0], cuda.gridsize(1)):
+            x = u[i]
+            v = x * x
+            s = math.sin(v)
+            lg = math.log(v)
+            e = math.exp(s * lg)
+            out[i] = e * (math.cos(v) * lg + s / v) * 2.0 * x
+
+    return copy, hand_grad
+
+
+def median_time(fn, rounds: int) -> float:
+    from numba import cuda
+
+    fn()
+    cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def report(sizes: list[int], rounds: int) -> str:
+    why = unavailable()
+    if why is not None:
+        return f"cuda: skipped: {why}"
+    from numba import cuda
+
+    device = cuda.get_current_device()
+    sms = device.MULTIPROCESSOR_COUNT
+    copy, hand_grad = kernels()
+    threads = 256
+
+    def launch(kernel, n, *arrays):
+        blocks = min(-(-n // threads), 32 * sms)
+        kernel[blocks, threads](*arrays)
+
+    sym = symdiff.vectorize(symdiff.grad(z), target="cuda")
+    cpu = symdiff.vectorize(symdiff.grad(z))
+    rng = np.random.default_rng(4)
+    name = device.name.decode() if isinstance(device.name, bytes) else device.name
+    lines = [
+        f"cuda: {name}, {sms} SMs; gradient of z(u), float64, arrays on the "
+        f"device; median of {rounds}",
+        f"{'points':>11} {'copy GB/s':>10} {'symdiff ms':>11} {'hand ms':>9} "
+        f"{'sd/hand':>8} {'sd GB/s':>8} {'of bw':>6} {'host-arrays ms':>15}",
+    ]
+    best = 0.0
+    rows = []
+    for n in sizes:
+        host = rng.uniform(0.1, 3.0, n)
+        u = cuda.to_device(host)
+        out = cuda.device_array(n)
+        got = sym(u).copy_to_host()
+        np.testing.assert_allclose(got[:1000], cpu(host[:1000]), rtol=1e-12)
+
+        def hand(u=u, n=n):
+            launch(hand_grad, n, u, cuda.device_array(n))
+
+        bytes_moved = 16 * n
+        t_copy = median_time(lambda u=u, out=out, n=n: launch(copy, n, u, out), rounds)
+        t_sym = median_time(lambda u=u: sym(u), rounds)
+        t_hand = median_time(hand, rounds)
+        t_host = median_time(lambda host=host: sym(host), max(3, rounds // 4))
+        bw = bytes_moved / t_copy
+        best = max(best, bw)
+        rows.append((n, bw, t_sym, t_hand, t_host))
+    for n, bw, t_sym, t_hand, t_host in rows:
+        rate = 16 * n / t_sym
+        lines.append(
+            f"{n:>11} {bw / 1e9:>10.0f} {t_sym * 1e3:>11.3f} {t_hand * 1e3:>9.3f} "
+            f"{t_sym / t_hand:>7.2f}x {rate / 1e9:>8.0f} {rate / best:>6.2f} "
+            f"{t_host * 1e3:>15.2f}"
+        )
+    lines.append(
+        f"measured bandwidth (copy kernel, largest size): {best / 1e9:.0f} GB/s; "
+        "'of bw' = symdiff's bytes/s over it (goal >= 0.8)"
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1e6,1e7,1e8", help="points per call")
+    parser.add_argument("--rounds", type=int, default=20, help="timed calls")
+    opts = parser.parse_args()
+    sizes = [int(float(s)) for s in opts.sizes.split(",")]
+    print(report(sizes, opts.rounds))
+
+
+if __name__ == "__main__":
+    main()
