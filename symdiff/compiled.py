@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from symdiff.custom import custom_vjp
+from symdiff.custom import custom_vjp, is_module_global
 from symdiff.errors import SHAPE_MARK, ArgumentError, ShapeError
 from symdiff.frontend.lower import Traced, trace
 from symdiff.frontend.source import function_source
@@ -654,10 +654,13 @@ class Compiled:
     def __repr__(self) -> str:
         return f"<symdiff {self._spec.kind} of {self.__name__}>"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as the function, the transform and the target: kernels are
-        built again where it is unpickled (a Dask worker, say), from the
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """Pickled by reference when it is its module's global (a decorated
+        function), else as the function, the transform and the target: kernels
+        are built again where it is unpickled (a Dask worker, say), from the
         function's source."""
+        if is_module_global(self):
+            return str(self.__qualname__)
         return (Compiled, (self._fun, self._spec, self._target))
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

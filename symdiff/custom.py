@@ -8,6 +8,7 @@ mode and inside compiled kernels (seed 000's forward/backward pairs, as in
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -60,3 +61,20 @@ class custom_vjp:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fun(*args, **kwargs)
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """Pickled by reference when it is its module's global (decorated)."""
+        if is_module_global(self):
+            return str(self.__qualname__)
+        state = {"fwd": self.fwd, "bwd": self.bwd}
+        return (custom_vjp, (self.fun,), state)
+
+
+def is_module_global(obj: Any) -> bool:
+    """Whether ``obj`` is what its module's global of its qualified name holds
+    (a decorated function): then it pickles by reference, like a function."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    value: Any = module
+    for part in str(getattr(obj, "__qualname__", "")).split("."):
+        value = getattr(value, part, None)
+    return value is obj

@@ -22,6 +22,7 @@ are cached per kernel, target and set of one-element arguments.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import linecache
 import math
@@ -34,8 +35,9 @@ import numpy as np
 
 from symdiff import __version__
 from symdiff.backend.cuda import CudaLoop, is_device_array
-from symdiff.backend.jit import NJIT_OPTIONS, synthetic_filename
+from symdiff.backend.jit import njit, synthetic_filename
 from symdiff.compiled import NUMPY_DTYPES, Compiled
+from symdiff.custom import is_module_global
 from symdiff.errors import ArgumentError
 from symdiff.kernel import Kernel
 from symdiff.transforms import leaves, rebuild
@@ -44,9 +46,11 @@ from symdiff.transforms import leaves, rebuild
 TARGETS = ("cpu", "parallel", "cuda")
 
 # The generated loops: per id(kernel), per (target, which arguments are broadcast
-# from one element).  A kernel's entry goes when the kernel is garbage-collected
-# (the loops hold its Numba dispatcher, not the kernel).
-_LOOPS: dict[int, dict[tuple[str, tuple[bool, ...]], _Loop | CudaLoop]] = {}
+# from one element, parameter names).  A kernel's entry goes when the kernel is
+# garbage-collected (the loops hold its Numba dispatcher, not the kernel).
+_LOOPS: dict[
+    int, dict[tuple[str, tuple[bool, ...], tuple[str, ...]], _Loop | CudaLoop]
+] = {}
 
 # NumPy dtype kind -> a sample scalar, from which Compiled picks the kernel dtype.
 _SAMPLES: dict[str, Any] = {
@@ -55,7 +59,6 @@ _SAMPLES: dict[str, Any] = {
     "u": np.int64(0),
     "f": np.float64(0.0),
 }
-
 
 
 def vectorize(fun: Any = None, *, target: str | None = None) -> Any:
@@ -169,6 +172,12 @@ class Vectorized:
         if any(hasattr(a, "__dask_graph__") for a in args):
             return self._dask(args)
         on_device = [self._target == "cuda" and is_device_array(a) for a in args]
+        if any(on_device):
+            from symdiff.backend.cuda import device_view
+
+            args = tuple(
+                device_view(a) if d else a for a, d in zip(args, on_device, strict=True)
+            )
         arrays = [
             a if d else _as_array(self._name, n, a)
             for n, a, d in zip(self._params, args, on_device, strict=True)
@@ -246,7 +255,7 @@ class Vectorized:
 
         # the kernel for the arguments' dtypes, checked as in a NumPy call
         kinds = tuple(
-            _as_array(self._name, name, np.empty(0, np.result_type(a))).dtype.kind
+            _as_array(self._name, name, np.empty(0, _dtype(a))).dtype.kind
             for name, a in zip(self._params, args, strict=True)
         )
         unbroadcast = (False,) * len(args)
@@ -276,12 +285,10 @@ class Vectorized:
         )
         if not isinstance(kernel.returns, tuple):
             return results
-        it = iter(results)
+        it = iter((results,) if len(out_types) == 1 else results)
         return rebuild(kernel.returns, lambda _: next(it))
 
-    def _plan(
-        self, kinds: tuple[str, ...], scalar: tuple[bool, ...]
-    ) -> _Plan:
+    def _plan(self, kinds: tuple[str, ...], scalar: tuple[bool, ...]) -> _Plan:
         """The kernel, loop, argument and output dtypes for arrays of these kinds
         (checking them, e.g. that no bool is differentiated)."""
         dtypes, _ = self._compiled._dtypes(tuple(_SAMPLES[k] for k in kinds))
@@ -333,8 +340,11 @@ class Vectorized:
         assert isinstance(loop, CudaLoop)
         return loop.ptx(cuda.signature([*in_types, *out_types]), cc)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its transform and target (loops are built again)."""
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """Pickled by reference when it is its module's global (decorated),
+        else as its transform and target (loops are built again)."""
+        if is_module_global(self):
+            return str(self.__qualname__)
         return (Vectorized, (self._compiled, self._target))
 
     def __repr__(self) -> str:
@@ -391,6 +401,11 @@ def _flat(
     return np.ascontiguousarray(array, dtype=dtype).reshape(-1)
 
 
+def _dtype(value: Any) -> np.dtype[Any]:
+    """An argument's dtype, as NumPy would make it an array."""
+    return np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
+
+
 def _host(value: Any) -> np.ndarray:
     return value.copy_to_host() if hasattr(value, "copy_to_host") else value
 
@@ -411,7 +426,8 @@ def _loop(
     if loops is None:
         loops = _LOOPS[id(kernel)] = {}
         weakref.finalize(kernel, _LOOPS.pop, id(kernel), None)
-    loop = loops.get((target, scalar))
+    key = (target, scalar, tuple(params))
+    loop = loops.get(key)
     if loop is None:
         if target == "cuda":
             from symdiff.backend import cuda
@@ -422,11 +438,10 @@ def _loop(
         else:
             name, source = loop_source(kernel, target, params, scalar)
             python = _load(source, name, kernel)
-            import numba  # here: `import symdiff` must stay light
-
-            options = dict(NJIT_OPTIONS, parallel=target == "parallel")
-            loop = _Loop(name, source, python, numba.njit(**options)(python))
-        loops[target, scalar] = loop
+            loop = _Loop(
+                name, source, python, njit(python, parallel=target == "parallel")
+            )
+        loops[key] = loop
     return loop
 
 
@@ -437,23 +452,32 @@ def cuda_loop(kernel: Kernel, params: list[str]) -> CudaLoop:
     return loop
 
 
+#: Names the generated loop module reads besides its own: Python's builtins and
+#: the modules it imports.  Parameters and the kernel are renamed around them.
+_RESERVED = frozenset(dir(builtins)) | {"numba", "cuda"}
+
+
+def kernel_alias(kernel: Kernel) -> str:
+    """The name the loop calls ``kernel`` by: its own, unless that would hide a
+    builtin or a module the loop uses (a function named ``range``)."""
+    name = kernel.name
+    return f"{name}_kernel" if name in _RESERVED else name
+
+
 def loop_source(
     kernel: Kernel, target: str, params: list[str], scalar: tuple[bool, ...]
 ) -> tuple[str, str]:
     """The name and module text of the loop calling ``kernel`` per element
     (for ``"cuda"``: a grid-stride CUDA kernel with ``kernel`` as an inner
     function, see :mod:`symdiff.backend.cuda`)."""
-    taken = {kernel.name, "numba", "cuda"}
+    alias = kernel_alias(kernel)
+    taken = set(_RESERVED) | {alias}
     core_imports: list[str] = []
     core: list[str] = []
     if target == "cuda":
-        lines = kernel.source.splitlines()
-        start = next(k for k, line in enumerate(lines) if line.startswith("def "))
-        core_imports = [
-            line for line in lines[:start] if line.startswith(("import ", "from "))
-        ]
-        core = [f"    {line}" if line else "" for line in lines[start:]]
-        taken |= {line.split()[-1] for line in core_imports}
+        from symdiff.backend.cuda import inner_function
+
+        core_imports, core = inner_function(kernel, alias, taken)
 
     def fresh(base: str, fallback: str) -> str:
         name = base if base.isidentifier() else fallback
@@ -504,7 +528,7 @@ def loop_source(
         lines += [*core, ""]
     lines += [f"    {h} = {a}[0]" for a, h in hoisted.items()]
     lines.append(f"    for {i} in {loop_range}:")
-    lines.append(f"        {targets} = {kernel.name}({call_args})")
+    lines.append(f"        {targets} = {alias}({call_args})")
     return name, "\n".join(lines) + "\n"
 
 
@@ -524,7 +548,7 @@ def _load(source: str, name: str, kernel: Kernel) -> Callable[..., Any]:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {
         "__name__": f"symdiff_generated_{name}",
-        kernel.name: kernel.compiled,
+        kernel_alias(kernel): kernel.compiled,
     }
     exec(compile(source, filename, "exec"), namespace)
     fn = namespace[name]

@@ -70,6 +70,22 @@ def sign_and_size(x, y):
     return x > y, abs(x - y)
 
 
+def kinks(x, y):
+    # abs's derivative prints np.sign, and np.floor/np.ceil: NumPy calls that
+    # numba-cuda cannot compile, replaced by inner helpers on CUDA
+    return abs(x) * y + np.floor(x) * np.ceil(y) + math.copysign(x, y)
+
+
+def names(x, abs, range, cuda):
+    # parameters named like builtins and the CUDA module
+    return math.fabs(x) * abs + range * cuda if x > 0 else x * range
+
+
+def numba(x):
+    # a function named like a module the loop imports
+    return x * x
+
+
 RNG = np.random.default_rng(11)
 XS = RNG.uniform(-3.0, 3.0, 37)
 YS = RNG.uniform(-2.0, 2.0, 37)
@@ -159,6 +175,15 @@ CASES = _named(
         lambda t: symdiff.grad(powered), POS, np.arange(37) % 5
     ),
     vec_bool_output=_vec(lambda t: symdiff.jit(sign_and_size), XS, YS),
+    vec_grad_numpy_helpers=_vec(lambda t: symdiff.grad(kinks, argnums=(0, 1)), XS, YS),
+    vec_jit_numpy_helpers=_vec(lambda t: symdiff.jit(kinks), XS * 2.5, YS * 2.5),
+    grad_numpy_helpers=_call(
+        lambda t: symdiff.grad(kinks, argnums=(0, 1), target=t), -1.5, 0.5
+    ),
+    vec_grad_parameter_names=_vec(
+        lambda t: symdiff.grad(names, argnums=(0, 1, 2, 3)), XS, YS, POS, 2.0
+    ),
+    vec_function_named_numba=_vec(lambda t: symdiff.grad(numba), XS),
 )
 
 

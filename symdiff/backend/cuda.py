@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import linecache
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,6 +98,63 @@ def check_scalar_kernel(kernel: Kernel, what: str) -> None:
             "'parallel', or write the loop with a constant trip count of at most 8 "
             "(unrolled)"
         )
+
+
+#: NumPy functions the scalar printer uses that numba-cuda cannot compile, and
+#: the inner functions that replace them in a CUDA kernel (NumPy's semantics:
+#: float results, NaN and infinities passed through).
+_NUMPY_HELPERS = {
+    "sign": ("x", "return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x + 0.0)"),
+    "floor": (
+        "x",
+        "return x if not abs(x) < 4503599627370496.0 else float(math.floor(x))",
+    ),
+    "ceil": (
+        "x",
+        "return x if not abs(x) < 4503599627370496.0 else float(math.ceil(x))",
+    ),
+}
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def inner_function(
+    kernel: Kernel, alias: str, taken: set[str]
+) -> tuple[list[str], list[str]]:
+    """The scalar kernel as an inner function of a CUDA kernel: its imports and
+    its lines, indented one level, ``def alias(...)``.  NumPy calls that
+    numba-cuda cannot compile become inner helper functions (their names are
+    added to ``taken``); anything else from NumPy is reported."""
+    lines = kernel.source.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("def "))
+    imports = [line for line in lines[:start] if line.startswith(("import ", "from "))]
+    body = lines[start:]
+    body[0] = re.sub(r"^def [A-Za-z0-9_]+\(", f"def {alias}(", body[0])
+    text = "\n".join(body)
+    used = set(_IDENTIFIER.findall(text))
+    taken |= {line.split()[-1] for line in imports}
+    helpers: list[str] = []
+    for fn, (arg, ret) in _NUMPY_HELPERS.items():
+        if f"np.{fn}(" not in text:
+            continue
+        name = fn
+        while name in taken or name in used:
+            name += "_"
+        taken.add(name)
+        text = text.replace(f"np.{fn}(", f"{name}(")
+        helpers += [f"def {name}({arg}):  # np.{fn}", f"    {ret}", ""]
+        if "math" not in taken:
+            imports.append("import math")
+            taken.add("math")
+    left = sorted(set(re.findall(r"\bnp\.([A-Za-z_]\w*)", text)))
+    if left:
+        raise ArgumentError(
+            f"`{kernel.traced.name}` cannot run on CUDA: its kernel calls "
+            f"{', '.join(f'np.{f}' for f in left)}, which numba-cuda does not "
+            "compile. Use target='cpu' or 'parallel'"
+        )
+    imports = [line for line in imports if line != "import numpy as np"]
+    core = [f"    {line}" if line else "" for line in [*helpers, *text.splitlines()]]
+    return sorted(imports), core
 
 
 @dataclass
@@ -190,9 +248,7 @@ def load(source: str, name: str) -> Callable[..., Any]:
 def is_device_array(value: Any) -> bool:
     """A CUDA device array: numba-cuda's (or the simulator's), CuPy's, a CUDA
     PyTorch tensor... (checked without importing numba-cuda)."""
-    return hasattr(value, "__cuda_array_interface__") or hasattr(
-        value, "copy_to_host"
-    )
+    return hasattr(value, "__cuda_array_interface__") or hasattr(value, "copy_to_host")
 
 
 def to_device(array: np.ndarray) -> Any:
@@ -200,10 +256,22 @@ def to_device(array: np.ndarray) -> Any:
     return numba_cuda().to_device(array)
 
 
+def device_view(value: Any) -> Any:
+    """A device array as numba-cuda's own (CuPy arrays and PyTorch tensors are
+    wrapped through ``__cuda_array_interface__``, not copied)."""
+    if hasattr(value, "copy_to_host"):
+        return value
+    wrap = getattr(numba_cuda(), "as_cuda_array", None)
+    if wrap is None:
+        raise CudaUnavailableError(
+            "Numba's CUDA simulator cannot use arrays of other libraries "
+            "(__cuda_array_interface__); pass numba.cuda device arrays"
+        )
+    return wrap(value)
+
+
 def flat_device_array(name: str, value: Any) -> Any:
     """A device array as the flat, C-contiguous view the kernel indexes."""
-    if not hasattr(value, "copy_to_host"):
-        value = numba_cuda().as_cuda_array(value)
     if len(value.shape) != 1:
         if not value.is_c_contiguous():
             raise ArgumentError(
@@ -233,7 +301,9 @@ __all__ = [
     "CudaUnavailableError",
     "check_scalar_kernel",
     "device_outputs",
+    "device_view",
     "flat_device_array",
+    "inner_function",
     "is_device_array",
     "load",
     "numba_cuda",

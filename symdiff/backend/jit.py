@@ -4,15 +4,28 @@ No ``nnan``/``ninf`` fast-math: gradient checks and piecewise rules rely on IEEE
 semantics.  ``error_model="numpy"`` makes ``1/0`` give ``inf`` (as NumPy does)
 instead of raising, which if-converted code needs: both arms of a branch are
 evaluated, and the untaken one may divide by zero.
+
+Vectorised transcendentals: Numba from PyPI has no SVML, so ``exp``/``log``/
+``sin``... in a loop are scalar libm calls and the loop cannot use SIMD.  On
+x86-64 Linux, glibc's libmvec has SIMD versions of them (AVX2/AVX-512/SSE
+variants, at most 4 ulp from the correctly rounded result, as NumPy's own SIMD
+functions are); :func:`vector_math` tells LLVM's loop vectoriser to use it while
+*symdiff's* kernels compile, and only then (the user's own Numba functions are
+not affected).  ``SYMDIFF_VECTOR_MATH=0`` turns it off (scalar libm everywhere).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import linecache
 import math
+import os
+import platform
+import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -23,6 +36,52 @@ NJIT_OPTIONS: dict[str, Any] = {
     "error_model": "numpy",
     "cache": False,
 }
+
+
+def vector_math_enabled() -> bool:
+    """Whether symdiff's loops may call libmvec's SIMD transcendentals: asked for
+    (``SYMDIFF_VECTOR_MATH``, default on), available (x86-64 Linux with glibc's
+    libmvec, loaded into the process for Numba's JIT), and not redundant (a
+    Numba with Intel's SVML already vectorises them for every function)."""
+    if os.environ.get("SYMDIFF_VECTOR_MATH", "1").lower() in ("0", "false", "no"):
+        return False
+    from numba import config
+
+    if getattr(config, "USING_SVML", False):
+        return False
+    return _libmvec_loaded()
+
+
+@functools.cache
+def _libmvec_loaded() -> bool:
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return False
+    import llvmlite.binding as llvm
+
+    try:
+        llvm.load_library_permanently("libmvec.so.1")
+    except RuntimeError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def vector_math() -> Iterator[None]:
+    """Compile inside this block with LLVM's vector library set to libmvec (if
+    :func:`vector_math_enabled`), holding Numba's compiler lock so that no other
+    thread's compilation sees the setting."""
+    if not vector_math_enabled():
+        yield
+        return
+    import llvmlite.binding as llvm
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        llvm.set_option("symdiff", "-vector-library=LIBMVEC-X86")
+        try:
+            yield
+        finally:
+            llvm.set_option("symdiff", "-vector-library=none")
 
 
 def _ieee(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -38,6 +97,8 @@ def _ieee(fn: Callable[..., Any]) -> Callable[..., Any]:
 IEEE_MATH = types.SimpleNamespace(
     inf=math.inf,
     nan=math.nan,
+    floor=math.floor,
+    ceil=math.ceil,
     erf=_ieee(np.vectorize(math.erf, otypes=[float])),
     erfc=_ieee(np.vectorize(math.erfc, otypes=[float])),
     **{
@@ -127,8 +188,20 @@ def njit(
     """
     import numba  # imported here: `import symdiff` must stay light
 
+    vector_math_enabled()  # libmvec loaded before cached machine code that calls it
     options = dict(NJIT_OPTIONS, cache=cache, parallel=parallel)
-    return numba.njit(**options)(fn)  # type: ignore[no-any-return]
+    dispatcher = numba.njit(**options)(fn)
+    # Numba's dispatcher compiles a new signature through `_compile_for_args`
+    # (looked up on the instance): every compile of this kernel, whatever the
+    # argument layouts, happens under `vector_math`.
+    compile_for_args = dispatcher._compile_for_args
+
+    def compile_with_vector_math(*args: Any, **kwargs: Any) -> Any:
+        with vector_math():
+            return compile_for_args(*args, **kwargs)
+
+    dispatcher._compile_for_args = compile_with_vector_math
+    return dispatcher  # type: ignore[no-any-return]
 
 
 def compile_kernel(
@@ -140,6 +213,8 @@ def compile_kernel(
 
     if cache.enabled():
         options = dict(NJIT_OPTIONS, parallel=True) if parallel else NJIT_OPTIONS
+        if vector_math_enabled():
+            options = dict(options, vector_math="libmvec")
         try:
             path = cache.cached_module_path(source, name, options)
         except OSError:
