@@ -10,6 +10,7 @@ import pytest
 
 import symdiff
 from symdiff.vectorize import vectorize
+from tests.cuda_cases import numba, piecewise, safe_sqrt, z
 
 # `symdiff.vectorize` is the function; the module is reached through the importer
 vectorize_module = importlib.import_module("symdiff.vectorize")
@@ -27,23 +28,6 @@ def df2(x, y):
     z = np.exp(np.sin(v) * np.log(v))
     dv = z * (np.cos(v) * np.log(v) + np.sin(v) / v) + y
     return dv * 2 * x, v
-
-
-def z(u):
-    return math.exp(math.sin(u**2) * math.log(u**2))
-
-
-def safe_sqrt(x):
-    # the untaken branch is sqrt of a negative number: NaN, if it leaked
-    return math.sqrt(x) if x > 0 else 0.0
-
-
-def piecewise(x, y):
-    if x > 1.0:
-        return math.log(x - 1.0) * y
-    elif x < -1.0:
-        return y / (x + 1.0)
-    return x * x * y
 
 
 def dpiecewise(x, y):
@@ -375,8 +359,6 @@ def builtin_names(x, abs, range):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_parameters_and_functions_named_like_builtins(target):
-    from tests import cuda_cases
-
     vec = vectorize(symdiff.grad(builtin_names, argnums=(0, 1, 2)), target=target)
     assert "(x, abs_, range_, x_bar, abs_bar, range_bar)" in vec.source
     gx, ga, gr = vec(XS, YS, 2.0)
@@ -384,7 +366,7 @@ def test_parameters_and_functions_named_like_builtins(target):
     np.testing.assert_array_equal(gx, YS)
     np.testing.assert_array_equal(ga, XS)
     # a kernel named like a module the loop imports is called by another name
-    vec = vectorize(symdiff.jit(cuda_cases.numba), target=target)
+    vec = vectorize(symdiff.jit(numba), target=target)
     assert "= numba_kernel(x[i])" in vec.source
     np.testing.assert_allclose(vec(XS), XS * XS, rtol=ULPS)
 
