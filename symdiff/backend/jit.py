@@ -12,6 +12,8 @@ variants, at most 4 ulp from the correctly rounded result, as NumPy's own SIMD
 functions are); :func:`vector_math` tells LLVM's loop vectoriser to use it while
 *symdiff's* kernels compile, and only then (the user's own Numba functions are
 not affected).  ``SYMDIFF_VECTOR_MATH=0`` turns it off (scalar libm everywhere).
+It takes effect with LLVM up to 20 (Numba 0.65); newer llvmlite ignores the
+setting, and symdiff then compiles with scalar libm as Numba does.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ NJIT_OPTIONS: dict[str, Any] = {
 }
 
 
+#: The newest LLVM (llvmlite's) whose loop vectoriser is known to honour
+#: ``-vector-library`` set this way: LLVM 20 (llvmlite 0.47, Numba 0.65).  With
+#: LLVM 22 (llvmlite 0.50, Numba 0.68) the option is accepted but has no effect.
+MAX_LLVM_FOR_VECTOR_MATH = 20
+
+
 def vector_math_enabled() -> bool:
     """Whether symdiff's loops may call libmvec's SIMD transcendentals: asked for
     (``SYMDIFF_VECTOR_MATH``, default on), available (x86-64 Linux with glibc's
@@ -57,6 +65,9 @@ def _libmvec_loaded() -> bool:
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
         return False
     import llvmlite.binding as llvm
+
+    if llvm.llvm_version_info[0] > MAX_LLVM_FOR_VECTOR_MATH:
+        return False
 
     try:
         llvm.load_library_permanently("libmvec.so.1")
