@@ -375,17 +375,14 @@ class Compiled:
 
         kernel = self._kernel(dtypes)
         loop = self._cuda_loop(kernel)
-        params = kernel.plan.params
-        in_types = [NUMPY_DTYPES[p.dtype] for p in params]
-        out_types = [NUMPY_DTYPES[n.dtype] for n in kernel.outputs]
+        in_types, out_types = io_dtypes(kernel)
 
         def run(*args: Any) -> Any:
             ins = [
                 cuda.to_device(np.array([a], t))
                 for a, t in zip(args, in_types, strict=True)
             ]
-            outs = cuda.device_outputs(1, out_types)
-            loop.launch(1, ins, outs)
+            outs = loop.run(1, ins, out_types)
             values = iter([o.copy_to_host()[0].item() for o in outs])
             return rebuild(kernel.returns, lambda _: next(values))
 
@@ -404,9 +401,9 @@ class Compiled:
         from symdiff.backend import cuda
 
         kernel = self.kernel
-        types = [NUMPY_DTYPES[p.dtype] for p in kernel.plan.params]
-        types += [NUMPY_DTYPES[n.dtype] for n in kernel.outputs]
-        return str(self._cuda_loop(kernel).ptx(cuda.signature(types), cc))
+        in_types, out_types = io_dtypes(kernel)
+        loop = self._cuda_loop(kernel)
+        return str(loop.ptx(cuda.signature([*in_types, *out_types]), cc))
 
     def _array_jacobian_needed(self, dtypes: tuple[str, ...]) -> bool:
         if any("[" in d for d in dtypes):
@@ -668,7 +665,16 @@ class Compiled:
 
 
 _ITEMSIZE = {"float64": 8, "int64": 8, "bool": 1}
-NUMPY_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+_NUMPY_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+
+
+def io_dtypes(kernel: Kernel) -> tuple[list[type], list[type]]:
+    """The NumPy dtypes of a scalar kernel's parameters and of its outputs: the
+    element types of the arrays a batched loop over it takes."""
+    return (
+        [_NUMPY_DTYPES[p.dtype] for p in kernel.plan.params],
+        [_NUMPY_DTYPES[n.dtype] for n in kernel.outputs],
+    )
 
 
 def _length_value(d: Any, args: tuple[Any, ...]) -> int | None:

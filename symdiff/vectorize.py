@@ -22,7 +22,6 @@ are cached per kernel, target and set of one-element arguments.
 
 from __future__ import annotations
 
-import builtins
 import functools
 import linecache
 import math
@@ -36,10 +35,11 @@ import numpy as np
 from symdiff import __version__
 from symdiff.backend.cuda import CudaLoop, is_device_array
 from symdiff.backend.jit import njit, synthetic_filename
-from symdiff.compiled import NUMPY_DTYPES, Compiled
+from symdiff.compiled import Compiled, io_dtypes
 from symdiff.custom import is_module_global
 from symdiff.errors import ArgumentError
 from symdiff.kernel import Kernel
+from symdiff.opt.schedule import RESERVED
 from symdiff.transforms import leaves, rebuild
 
 #: Targets of :func:`vectorize`.
@@ -188,9 +188,7 @@ class Vectorized:
         size = math.prod(shape)
         kinds = tuple(np.dtype(a.dtype).kind for a in arrays)
         scalar = tuple(a.size == 1 and size != 1 for a in arrays)
-        plan = self._plans.get((kinds, scalar))
-        if plan is None:
-            plan = self._plan(kinds, scalar)
+        plan = self._plan(kinds, scalar)
         kernel, loop, in_types, out_types = plan
         self._last = plan
         if isinstance(loop, _Loop):
@@ -202,7 +200,7 @@ class Vectorized:
             if size and outs:
                 loop.compiled(*flat, *outs)
         else:
-            outs = self._cuda(loop, arrays, on_device, shape, plan)
+            outs = self._cuda(plan, arrays, on_device, scalar, shape)
         if any(on_device) and shape:
             shaped = [o.reshape(shape) for o in outs]
         else:
@@ -214,27 +212,27 @@ class Vectorized:
 
     def _cuda(
         self,
-        loop: CudaLoop,
+        plan: _Plan,
         arrays: list[Any],
         on_device: list[bool],
+        scalar: tuple[bool, ...],
         shape: tuple[int, ...],
-        plan: _Plan,
     ) -> list[Any]:
         """Run the CUDA kernel: host arrays are copied in, device arrays checked
         and used in place; the outputs are device arrays."""
         from symdiff.backend import cuda
 
-        _, _, in_types, out_types = plan
-        size = math.prod(shape)
+        _, loop, in_types, out_types = plan
+        assert isinstance(loop, CudaLoop)
         flat = []
-        given = zip(self._params, arrays, in_types, on_device, strict=True)
-        for name, a, t, d in given:
-            one = a.size == 1 and size != 1
+        given = zip(self._params, arrays, in_types, on_device, scalar, strict=True)
+        for name, a, t, d, one in given:
             if not d:
                 flat.append(cuda.to_device(_flat(a, shape, t, one)))
                 continue
             if np.dtype(a.dtype) != np.dtype(t) or (a.shape != shape and not one):
-                want = f"shape {shape}" + (" (or one element)" if size != 1 else "")
+                one_ok = " (or one element)" if math.prod(shape) != 1 else ""
+                want = f"shape {shape}{one_ok}"
                 raise ArgumentError(
                     f"device array `{name}` of `{self._name}` has dtype {a.dtype} "
                     f"and shape {a.shape}; the kernel takes {np.dtype(t)} arrays of "
@@ -242,10 +240,7 @@ class Vectorized:
                     "converted or broadcast (host arrays are)"
                 )
             flat.append(cuda.flat_device_array(name, a))
-        outs = cuda.device_outputs(size, out_types)
-        if outs:
-            loop.launch(size, flat, outs)
-        return outs
+        return loop.run(math.prod(shape), flat, out_types)
 
     def _dask(self, args: tuple[Any, ...]) -> Any:
         """Dask arrays in: the batched function applied chunk by chunk
@@ -258,9 +253,7 @@ class Vectorized:
             _as_array(self._name, name, np.empty(0, _dtype(a))).dtype.kind
             for name, a in zip(self._params, args, strict=True)
         )
-        unbroadcast = (False,) * len(args)
-        plan = self._plans.get((kinds, unbroadcast)) or self._plan(kinds, unbroadcast)
-        kernel, _, _, out_types = plan
+        kernel, _, _, out_types = self._plan(kinds, (False,) * len(args))
 
         def flat_outputs(*chunks: Any) -> Any:
             out = leaves(self(*chunks))
@@ -290,13 +283,14 @@ class Vectorized:
 
     def _plan(self, kinds: tuple[str, ...], scalar: tuple[bool, ...]) -> _Plan:
         """The kernel, loop, argument and output dtypes for arrays of these kinds
-        (checking them, e.g. that no bool is differentiated)."""
+        (checking them, e.g. that no bool is differentiated); made once."""
+        plan = self._plans.get((kinds, scalar))
+        if plan is not None:
+            return plan
         dtypes, _ = self._compiled._dtypes(tuple(_SAMPLES[k] for k in kinds))
         kernel = self._compiled._kernel(dtypes)
         loop = _loop(kernel, self._target, self._params, scalar)
-        in_types = [NUMPY_DTYPES[d] for d in dtypes]
-        out_types = [NUMPY_DTYPES[node.dtype] for node in kernel.outputs]
-        plan = kernel, loop, in_types, out_types
+        plan = kernel, loop, *io_dtypes(kernel)
         self._plans[kinds, scalar] = plan
         return plan
 
@@ -452,9 +446,10 @@ def cuda_loop(kernel: Kernel, params: list[str]) -> CudaLoop:
     return loop
 
 
-#: Names the generated loop module reads besides its own: Python's builtins and
-#: the modules it imports.  Parameters and the kernel are renamed around them.
-_RESERVED = frozenset(dir(builtins)) | {"numba", "cuda"}
+#: Names the generated loop module reads besides its own: the kernels' reserved
+#: names and the modules the loop imports.  Parameters and the kernel are renamed
+#: around them.
+_RESERVED = RESERVED | {"numba", "cuda"}
 
 
 def kernel_alias(kernel: Kernel) -> str:

@@ -196,17 +196,17 @@ def record_launches() -> Callable[[], None]:
     """Record each CUDA launch in LAUNCHED from now on; returns the undo."""
     from symdiff.backend.cuda import CudaLoop, signature
 
-    launch = CudaLoop.launch
+    run = CudaLoop.run
 
-    def recording(self: CudaLoop, size: int, arrays: list[Any], outs: list[Any]) -> None:
-        types = [np.dtype(a.dtype) for a in (*arrays, *outs)]
+    def recording(self: CudaLoop, size: int, arrays: list[Any], out_dtypes: list[Any]) -> list[Any]:
+        types = [np.dtype(a.dtype) for a in arrays] + [np.dtype(t) for t in out_dtypes]
         LAUNCHED.add((self.name, self.source, signature(types)))
-        launch(self, size, arrays, outs)
+        return run(self, size, arrays, out_dtypes)
 
-    CudaLoop.launch = recording  # type: ignore[method-assign]
+    CudaLoop.run = recording  # type: ignore[method-assign]
 
     def undo() -> None:
-        CudaLoop.launch = launch  # type: ignore[method-assign]
+        CudaLoop.run = run  # type: ignore[method-assign]
 
     return undo
 

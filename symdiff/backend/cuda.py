@@ -190,16 +190,19 @@ class CudaLoop:
         ptx, _ = cuda.compile_ptx(self.python, signature, cc=cc, fastmath=False)
         return str(ptx)
 
-    def launch(self, size: int, arrays: list[Any], outs: list[Any]) -> None:
-        """Run the kernel over ``size`` elements (arrays already on the device)."""
-        if not size:
-            return
-        threads, blocks = _grid(size)
-        try:
-            self.dispatcher[blocks, threads](*arrays, *outs)
-        except Exception as exc:
-            _raise_unavailable(exc)
-            raise
+    def run(self, size: int, arrays: list[Any], out_dtypes: list[Any]) -> list[Any]:
+        """Run the kernel over ``size`` elements of ``arrays`` (on the device);
+        returns new device arrays of ``out_dtypes``."""
+        cuda = numba_cuda()
+        outs = [cuda.device_array(size, dtype=t) for t in out_dtypes]
+        if size and outs:
+            threads, blocks = _grid(size)
+            try:
+                self.dispatcher[blocks, threads](*arrays, *outs)
+            except Exception as exc:
+                _raise_unavailable(exc)
+                raise
+        return outs
 
 
 def _grid(size: int) -> tuple[int, int]:
@@ -281,11 +284,6 @@ def flat_device_array(name: str, value: Any) -> Any:
     return value
 
 
-def device_outputs(size: int, dtypes: list[Any]) -> list[Any]:
-    cuda = numba_cuda()
-    return [cuda.device_array(size, dtype=t) for t in dtypes]
-
-
 def signature(dtypes: list[Any]) -> str:
     """numba-cuda's type string for 1-D C-contiguous arrays of these dtypes."""
     names: dict[np.dtype[Any], str] = {
@@ -300,7 +298,6 @@ __all__ = [
     "CudaLoop",
     "CudaUnavailableError",
     "check_scalar_kernel",
-    "device_outputs",
     "device_view",
     "flat_device_array",
     "inner_function",

@@ -57,18 +57,17 @@ def vector_math_enabled() -> bool:
 
     if getattr(config, "USING_SVML", False):
         return False
-    return _libmvec_loaded()
+    return _libmvec_usable()
 
 
 @functools.cache
-def _libmvec_loaded() -> bool:
+def _libmvec_usable() -> bool:
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
         return False
     import llvmlite.binding as llvm
 
     if llvm.llvm_version_info[0] > MAX_LLVM_FOR_VECTOR_MATH:
         return False
-
     try:
         llvm.load_library_permanently("libmvec.so.1")
     except RuntimeError:

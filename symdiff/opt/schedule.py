@@ -21,7 +21,8 @@ from symdiff.ir.ops import ARITH, OPS, REPEATS_OPERANDS, TRANSCENDENTAL
 #: Largest number of ops inlined into one expression.
 MAX_INLINE = 3
 
-_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"math", "np"}
+#: Names generated code never binds: keywords, builtins and the modules it imports.
+RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"math", "np"}
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Schedule:
 
 class _Namer:
     def __init__(self) -> None:
-        self.taken: set[str] = set(_RESERVED)
+        self.taken: set[str] = set(RESERVED)
         self.next_suffix: dict[str, int] = {}
 
     def fresh(self, hint: str | None) -> str:
