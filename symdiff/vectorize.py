@@ -426,7 +426,7 @@ def _loop(
         if target == "cuda":
             from symdiff.backend import cuda
 
-            cuda.check_scalar_kernel(kernel, kernel.traced.name)
+            cuda.check_scalar_kernel(kernel)
             name, source = loop_source(kernel, target, params, scalar)
             loop = cuda.CudaLoop(name, source, cuda.load(source, name))
         else:

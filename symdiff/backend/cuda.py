@@ -27,16 +27,18 @@ the same kernels in Python (slowly), which is how the tests run without a GPU.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from symdiff.backend.jit import IEEE_MATH, synthetic_filename
+from symdiff.backend.printer import CUDA_HELPERS, TEMPLATES
 from symdiff.errors import ArgumentError
 from symdiff.ir.node import topological
 from symdiff.kernel import Kernel
@@ -80,40 +82,32 @@ def simulated() -> bool:
     return bool(getattr(config, "ENABLE_CUDASIM", False))
 
 
-def check_scalar_kernel(kernel: Kernel, what: str) -> None:
+def _where(kernel: Kernel) -> str:
+    """``f`` (file.py:line): the user's function a kernel comes from."""
+    return f"`{kernel.traced.name}` ({kernel.traced.location})"
+
+
+def check_scalar_kernel(kernel: Kernel) -> None:
     """Raise a clear error if ``kernel`` needs arrays: a CUDA thread runs one
     element with scalars only (no allocation)."""
     for p in kernel.plan.params:
         if p.shape:
             raise ArgumentError(
                 f"target='cuda' runs functions of numbers, one element per thread; "
-                f"`{what}` takes an array (`{kernel.schedule.names.get(p, '?')}`). "
-                "Run array programs with target='cpu' or 'parallel', or batch a "
-                "function of numbers with symdiff.vectorize(..., target='cuda')"
+                f"{_where(kernel)} takes an array "
+                f"(`{kernel.schedule.names.get(p, '?')}`). Run array programs with "
+                "target='cpu' or 'parallel', or batch a function of numbers with "
+                "symdiff.vectorize(..., target='cuda')"
             )
     if any(n.shape for n in topological(kernel.outputs)):
         raise ArgumentError(
-            f"`{what}` cannot run on CUDA: its kernel allocates arrays (a loop's "
-            "tape, which a CUDA thread cannot allocate). Use target='cpu' or "
-            "'parallel', or write the loop with a constant trip count of at most 8 "
-            "(unrolled)"
+            f"{_where(kernel)} cannot run on CUDA: its kernel allocates arrays (a "
+            "loop's tape, which a CUDA thread cannot allocate). Use target='cpu' "
+            "or 'parallel', or write the loop with a constant trip count of at "
+            "most 8 (unrolled)"
         )
 
 
-#: NumPy functions the scalar printer uses that numba-cuda cannot compile, and
-#: the inner functions that replace them in a CUDA kernel (NumPy's semantics:
-#: float results, NaN and infinities passed through).
-_NUMPY_HELPERS = {
-    "sign": ("x", "return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x + 0.0)"),
-    "floor": (
-        "x",
-        "return x if not abs(x) < 4503599627370496.0 else float(math.floor(x))",
-    ),
-    "ceil": (
-        "x",
-        "return x if not abs(x) < 4503599627370496.0 else float(math.ceil(x))",
-    ),
-}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -133,22 +127,23 @@ def inner_function(
     used = set(_IDENTIFIER.findall(text))
     taken |= {line.split()[-1] for line in imports}
     helpers: list[str] = []
-    for fn, (arg, ret) in _NUMPY_HELPERS.items():
-        if f"np.{fn}(" not in text:
+    for op, body in CUDA_HELPERS.items():
+        call = TEMPLATES[op][0].split("{")[0]  # "np.sign("
+        if call not in text:
             continue
-        name = fn
+        name = op
         while name in taken or name in used:
             name += "_"
         taken.add(name)
-        text = text.replace(f"np.{fn}(", f"{name}(")
-        helpers += [f"def {name}({arg}):  # np.{fn}", f"    {ret}", ""]
+        text = text.replace(call, f"{name}(")
+        helpers += [f"def {name}(x):  # {call[:-1]}", f"    {body}", ""]
         if "math" not in taken:
             imports.append("import math")
             taken.add("math")
     left = sorted(set(re.findall(r"\bnp\.([A-Za-z_]\w*)", text)))
     if left:
         raise ArgumentError(
-            f"`{kernel.traced.name}` cannot run on CUDA: its kernel calls "
+            f"{_where(kernel)} cannot run on CUDA: its kernel calls "
             f"{', '.join(f'np.{f}' for f in left)}, which numba-cuda does not "
             "compile. Use target='cpu' or 'parallel'"
         )
@@ -194,14 +189,11 @@ class CudaLoop:
         """Run the kernel over ``size`` elements of ``arrays`` (on the device);
         returns new device arrays of ``out_dtypes``."""
         cuda = numba_cuda()
-        outs = [cuda.device_array(size, dtype=t) for t in out_dtypes]
-        if size and outs:
-            threads, blocks = _grid(size)
-            try:
+        with _gpu_errors():
+            outs = [cuda.device_array(size, dtype=t) for t in out_dtypes]
+            if size and outs:
+                threads, blocks = _grid(size)
                 self.dispatcher[blocks, threads](*arrays, *outs)
-            except Exception as exc:
-                _raise_unavailable(exc)
-                raise
         return outs
 
 
@@ -218,17 +210,22 @@ def _multiprocessors() -> int:
     return int(device.MULTIPROCESSOR_COUNT)
 
 
-def _raise_unavailable(exc: Exception) -> None:
-    """A missing driver or GPU as a :class:`CudaUnavailableError` (other errors
-    go on as they are)."""
-    if type(exc).__name__ in ("CudaSupportError", "CudaDriverError") or (
-        "CUDA driver" in str(exc)
-    ):
-        raise CudaUnavailableError(
-            f"target='cuda' found no usable GPU ({str(exc).strip()}). Use "
-            "target='cpu' or 'parallel', or set NUMBA_ENABLE_CUDASIM=1 to run the "
-            "kernels in Numba's CUDA simulator"
-        ) from None
+@contextlib.contextmanager
+def _gpu_errors() -> Iterator[None]:
+    """A missing driver or GPU, met while copying or launching, as a
+    :class:`CudaUnavailableError` (other errors go on as they are)."""
+    try:
+        yield
+    except Exception as exc:
+        if type(exc).__name__ in ("CudaSupportError", "CudaDriverError") or (
+            "CUDA driver" in str(exc)
+        ):
+            raise CudaUnavailableError(
+                f"target='cuda' found no usable GPU ({str(exc).strip()}). Use "
+                "target='cpu' or 'parallel', or set NUMBA_ENABLE_CUDASIM=1 to run "
+                "the kernels in Numba's CUDA simulator"
+            ) from None
+        raise
 
 
 def load(source: str, name: str) -> Callable[..., Any]:
@@ -256,7 +253,9 @@ def is_device_array(value: Any) -> bool:
 
 def to_device(array: np.ndarray) -> Any:
     """A host array copied to the device."""
-    return numba_cuda().to_device(array)
+    cuda = numba_cuda()
+    with _gpu_errors():
+        return cuda.to_device(array)
 
 
 def device_view(value: Any) -> Any:

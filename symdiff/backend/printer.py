@@ -83,6 +83,16 @@ TEMPLATES: dict[str, tuple[str, int, int, int]] = {
 
 _MODULES = {"math.": "import math", "np.": "import numpy as np"}
 
+#: The ops whose template calls NumPy, which numba-cuda cannot compile: in a CUDA
+#: kernel (symdiff.backend.cuda) each call of ``TEMPLATES[op]``'s function becomes
+#: a call of an inner helper with NumPy's semantics (float results; NaN and
+#: infinities passed through).  op -> the helper's body, of its argument ``x``.
+CUDA_HELPERS: dict[str, str] = {
+    "sign": "return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x + 0.0)",
+    "floor": "return x if not abs(x) < 4503599627370496.0 else float(math.floor(x))",
+    "ceil": "return x if not abs(x) < 4503599627370496.0 else float(math.ceil(x))",
+}
+
 
 class Printer:
     """Prints a :class:`Schedule` as the source of one Python function."""
