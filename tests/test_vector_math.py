@@ -21,7 +21,9 @@ import symdiff
 from symdiff.backend.jit import vector_math_enabled
 
 needs_libmvec = pytest.mark.skipif(
-    not vector_math_enabled(), reason="no libmvec here (x86-64 Linux with glibc)"
+    not vector_math_enabled(),
+    reason="SIMD math off here: needs x86-64 Linux with glibc's libmvec and "
+    "llvmlite's LLVM <= 20 (Numba 0.65), and SYMDIFF_VECTOR_MATH not 0",
 )
 
 
