@@ -15,6 +15,12 @@ device:
 - the bandwidth: a copy kernel (``out[i] = a[i]``, 16 bytes per element) at each
   size; the largest size's figure is the GPU's measured bandwidth.
 
+Then an array program: the gradient of Rosenbrock's function of a vector,
+``symdiff.grad(rosen, target="cuda")`` (a host function launching a zero fill and
+one kernel with atomic adds for ``x[1:]``/``x[:-1]``'s adjoints) against a
+hand-written kernel that gathers each element's two terms (no atomics), both on
+device arrays, 16 bytes per element at best.
+
 Every timing ends with ``cuda.synchronize()``; medians of ``--rounds``.  Without
 numba-cuda or a GPU (or under the simulator) it says so and exits 0.
 """
@@ -37,6 +43,10 @@ import symdiff
 
 def z(u):
     return math.exp(math.sin(u**2) * math.log(u**2))
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
 
 
 def unavailable() -> str | None:
@@ -75,6 +85,56 @@ def kernels():
             out[i] = e * (math.cos(v) * lg + s / v) * 2.0 * x
 
     return copy, hand_grad
+
+
+def hand_rosen_kernel():
+    global cuda
+    from numba import cuda  # a global, as in kernels()
+
+    @cuda.jit
+    def hand_rosen(x, out):
+        n = x.shape[0]
+        for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+            g = 0.0
+            if i + 1 < n:  # the term of (x[i], x[i + 1])
+                g += -400.0 * x[i] * (x[i + 1] - x[i] * x[i]) - 2.0 * (1.0 - x[i])
+            if i > 0:  # the term of (x[i - 1], x[i])
+                g += 200.0 * (x[i] - x[i - 1] * x[i - 1])
+            out[i] = g
+
+    return hand_rosen
+
+
+def array_report(sizes: list[int], rounds: int, best_bw: float, sms: int) -> list[str]:
+    """The array program's rows (Rosenbrock's gradient)."""
+    from numba import cuda
+
+    hand_rosen = hand_rosen_kernel()
+    sym = symdiff.grad(rosen, target="cuda")
+    cpu = symdiff.grad(rosen)
+    rng = np.random.default_rng(5)
+    lines = [
+        "array program: grad of rosen(x), x on the device",
+        f"{'points':>11} {'symdiff ms':>11} {'hand ms':>9} {'sd/hand':>8} "
+        f"{'sd GB/s':>8} {'of bw':>6}",
+    ]
+    for n in sizes:
+        host = rng.uniform(-1.0, 1.0, n)
+        x = cuda.to_device(host)
+        np.testing.assert_allclose(sym(x).copy_to_host(), cpu(host), rtol=1e-9)
+
+        def hand(x=x, n=n):
+            blocks = min(-(-n // 256), 32 * sms)
+            hand_rosen[blocks, 256](x, cuda.device_array(n))
+
+        t_sym = median_time(lambda x=x: sym(x), rounds)
+        t_hand = median_time(hand, rounds)
+        rate = 16 * n / t_sym
+        lines.append(
+            f"{n:>11} {t_sym * 1e3:>11.3f} {t_hand * 1e3:>9.3f} "
+            f"{t_sym / t_hand:>7.2f}x {rate / 1e9:>8.0f} {rate / best_bw:>6.2f}"
+        )
+    return lines
 
 
 def median_time(fn, rounds: int) -> float:
@@ -147,6 +207,7 @@ def report(sizes: list[int], rounds: int) -> str:
         f"measured bandwidth (copy kernel, largest size): {best / 1e9:.0f} GB/s; "
         "'of bw' = symdiff's bytes/s over it (goal >= 0.8)"
     )
+    lines += array_report([n for n in sizes if n <= 10**7], rounds, best, sms)
     return "\n".join(lines)
 
 

@@ -6,7 +6,9 @@ the Python version and the JIT options.  The source is written as a real module
 (atomically: a temporary file, then ``os.replace``), and Numba compiles it with
 ``cache=True``, so its machine code lands beside it and a new process loads it
 instead of compiling.  A module whose text does not match what it should hold
-(truncated, edited, corrupt) is rewritten, never trusted.
+(truncated, edited, corrupt) is rewritten, never trusted.  On a hit, the first
+calls of a straight-line kernel of floats run as plain Python while Numba loads the
+machine code in the background (:mod:`symdiff.backend.warm`).
 
 The folder is ``$SYMDIFF_CACHE_DIR``, else ``$XDG_CACHE_HOME/symdiff``, else
 ``~/.cache/symdiff``; ``SYMDIFF_CACHE=0`` turns the disk cache off.
@@ -14,6 +16,7 @@ The folder is ``$SYMDIFF_CACHE_DIR``, else ``$XDG_CACHE_HOME/symdiff``, else
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -40,7 +43,24 @@ def enabled() -> bool:
     return os.environ.get("SYMDIFF_CACHE", "1").lower() not in ("0", "false", "no")
 
 
+@functools.cache
 def _numba_version() -> str:
+    """Numba's version, read from the ``numba-*.dist-info`` folder beside the
+    package when there is one: neither Numba nor ``importlib.metadata`` (30-50 ms
+    with the ``email`` package it imports) is imported on a warm start."""
+    spec = importlib.util.find_spec("numba")
+    if spec is not None and spec.origin is not None:
+        found = list(Path(spec.origin).parent.parent.glob("numba-*.dist-info"))
+        if len(found) == 1:
+            try:
+                with open(found[0] / "METADATA", encoding="utf-8") as handle:
+                    for line in handle:
+                        if line.startswith("Version:"):
+                            return line.split(":", 1)[1].strip()
+                        if not line.strip():
+                            break  # end of the headers
+            except OSError:
+                pass
     from importlib.metadata import version
 
     return version("numba")
@@ -83,6 +103,18 @@ def cached_module_path(source: str, name: str, options: dict[str, Any]) -> Path:
     if current != source:
         _write_atomically(path, source)
     return path
+
+
+def has_machine_code(path: Path, name: str) -> bool:
+    """Whether Numba's index for function ``name`` of the module at ``path`` is
+    there and not older than the module (a cache hit, unless the index turns out
+    not to hold this signature or to be unreadable: then Numba compiles)."""
+    try:
+        module = path.stat().st_mtime
+        indexes = (path.parent / "__pycache__").glob(f"{path.stem}.{name}-*.nbi")
+        return any(index.stat().st_mtime >= module for index in indexes)
+    except OSError:
+        return False
 
 
 def discard_unreadable_machine_code(path: Path) -> None:

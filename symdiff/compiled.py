@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from symdiff.backend.cuda import is_device_array
+from symdiff.backend.warm import WarmStart
 from symdiff.custom import custom_vjp, is_module_global
 from symdiff.errors import SHAPE_MARK, ArgumentError, ShapeError
 from symdiff.frontend.lower import Traced, trace
@@ -24,10 +26,10 @@ _FLOAT_TYPES = (float, np.float64)
 
 
 def _dtype_of(value: object) -> str | None:
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or is_device_array(value):
         kind = value.dtype.kind
         dtype = {"b": "bool", "i": "int64", "u": "int64", "f": "float64"}.get(kind)
-        if dtype is None or value.ndim == 0:
+        if dtype is None or len(value.shape) == 0:
             return None
         axes = ",".join("1" if d == 1 else ":" for d in value.shape)
         return f"{dtype}[{axes}]"
@@ -47,11 +49,15 @@ def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """What selects a kernel: the argument types, and for arrays their dtype, rank
     and which axes have length 1 (not their sizes)."""
     return tuple(
-        (np.ndarray, a.dtype.char, tuple(d == 1 for d in a.shape))
+        (type(a), a.dtype.char, tuple(d == 1 for d in a.shape))
         if isinstance(a, np.ndarray)
+        or (type(a) not in _NUMBER_TYPES and is_device_array(a))
         else type(a)
         for a in args
     )
+
+
+_NUMBER_TYPES = frozenset((float, int, bool, np.float64, np.int64, np.bool_))
 
 
 def _call_without_missing(
@@ -209,6 +215,8 @@ class Compiled:
             floats = tuple(
                 np.asarray(e, dtype=np.float64)
                 if isinstance(e, np.ndarray)
+                else e
+                if self._target == "cuda" and is_device_array(e)
                 else float(e)
                 for e in extras
             )
@@ -249,14 +257,26 @@ class Compiled:
                     "symdiff compiles functions of numbers and NumPy arrays: pass a "
                     "float, an int, a bool or an array of floats, ints or bools"
                 )
+            device = not isinstance(value, np.ndarray) and "[" in dtype
+            if device and self._target != "cuda":
+                raise ArgumentError(
+                    f"argument `{names[i]}` of `{self.__name__}` is a CUDA device "
+                    f"array, and its target is {self._target!r}: use "
+                    "target='cuda', or copy it to the host (.copy_to_host())"
+                )
             if i in wrt:
+                if device and not dtype.startswith("float64"):
+                    raise ArgumentError(
+                        f"device array `{names[i]}` holds {value.dtype}: "  # type: ignore[attr-defined]
+                        "differentiating needs float64 (convert it on the device)"
+                    )
                 if dtype == "bool":
                     raise ArgumentError(
                         f"cannot differentiate with respect to `{names[i]}`: it is a "
                         "bool"
                     )
-                if isinstance(value, np.ndarray):
-                    if value.dtype != np.float64:
+                if "[" in dtype:
+                    if value.dtype != np.float64:  # type: ignore[attr-defined]
                         casts.append(i)
                     dtype = "float64" + dtype[dtype.index("[") :]
                     dtypes.append(dtype)
@@ -269,14 +289,15 @@ class Compiled:
 
     def _specialise(self, args: tuple[Any, ...]) -> Callable[..., Any]:
         dtypes, casts = self._dtypes(args)
-        if self._target == "cuda":
-            fn = self._cuda_call(dtypes)
-        elif self._spec.kind == "jacobian" and self._array_jacobian_needed(dtypes):
+        if self._spec.kind == "jacobian" and self._array_jacobian_needed(dtypes):
             fn = self._array_jacobian(dtypes)
         elif self._spec.kind == "hessian" and any("[" in d for d in dtypes):
             fn = self._array_hessian(dtypes)
+        elif self._target == "cuda":
+            fn = self._cuda_call(dtypes)
         else:
-            fn = self._kernel(dtypes).compiled
+            fn = self._kernel(dtypes).entry
+        entry = fn
         if casts:
             inner = fn
 
@@ -286,6 +307,7 @@ class Compiled:
         self._kernels[_key(args)] = fn
         if (
             not casts
+            and self._target != "cuda"
             and type(self) is Compiled
             and self._spec.kind
             not in (
@@ -294,7 +316,18 @@ class Compiled:
             )
         ):
             self._install_fast_path(args, fn)
+        if isinstance(entry, WarmStart):
+            entry.when_loaded(lambda _: self._respecialise(args))
         return fn
+
+    def _respecialise(self, args: tuple[Any, ...]) -> None:
+        """Numba has loaded a warm-started kernel (:mod:`symdiff.backend.warm`):
+        calls with ``args``' types go straight to its dispatcher from now on."""
+        key = _key(args)
+        self._kernels.pop(key, None)
+        if getattr(self, "_fast_key", None) == key:
+            self.__class__ = Compiled  # the fast path is rebuilt around Numba's
+        self._specialise(args)
 
     def _install_fast_path(self, args: tuple[Any, ...], fn: Callable[..., Any]) -> None:
         """Give this object a ``__call__`` with the function's own parameters that
@@ -359,6 +392,7 @@ class Compiled:
             {"__call__": fast_call, "__module__": Compiled.__module__},
         )
         self.__class__ = fast
+        self._fast_key = _key(args)
 
     def _cuda_loop(self, kernel: Kernel) -> Any:
         """The CUDA kernel running ``kernel`` (see :mod:`symdiff.backend.cuda`),
@@ -374,6 +408,8 @@ class Compiled:
         from symdiff.backend import cuda
 
         kernel = self._kernel(dtypes)
+        if kernel.device:  # an array program: a host function launching kernels
+            return kernel.compiled
         loop = self._cuda_loop(kernel)
         in_types, out_types = io_dtypes(kernel)
 
@@ -401,6 +437,13 @@ class Compiled:
         from symdiff.backend import cuda
 
         kernel = self.kernel
+        if kernel.device:  # an array program: each kernel as it was launched
+            if cuda.simulated():
+                raise cuda.CudaUnavailableError(
+                    "PTX cannot be generated in Numba's CUDA simulator "
+                    "(NUMBA_ENABLE_CUDASIM=1): run without it"
+                )
+            return cuda.program_ptx(kernel.python, cc)
         in_types, out_types = io_dtypes(kernel)
         loop = self._cuda_loop(kernel)
         return str(loop.ptx(cuda.signature([*in_types, *out_types]), cc))
@@ -426,6 +469,7 @@ class Compiled:
             dtypes=dtypes,
             jit=self._target != "python",
             parallel=self._target == "parallel",
+            device=self._target == "cuda",
         )
         kernels: dict[str, Kernel] = {}
 
@@ -484,6 +528,7 @@ class Compiled:
                         dtypes,
                         jit=self._target != "python",
                         parallel=self._target == "parallel",
+                        device=self._target == "cuda",
                     )
                 )
             self._last = built[0]
@@ -514,6 +559,7 @@ class Compiled:
                 dtypes,  # type: ignore[arg-type]
                 jit=self._target != "python",
                 parallel=self._target == "parallel",
+                device=self._target == "cuda",
             )
             self._by_dtypes[dtypes] = kernel
         self._last = kernel
@@ -586,8 +632,9 @@ class Compiled:
     @property
     def source(self) -> str:
         """The generated Python/Numba source of the kernel (for ``target="cuda"``:
-        of the CUDA kernel, which holds it as an inner function)."""
-        if self._target == "cuda":
+        of the CUDA kernel, which holds it as an inner function; for an array
+        program, the module of its host function and CUDA kernels)."""
+        if self._target == "cuda" and not self.kernel.device:
             return str(self._cuda_loop(self.kernel).source)
         return self.kernel.source
 

@@ -15,15 +15,17 @@ from typing import Any
 
 from symdiff import __version__
 from symdiff.ad.loops import CHECKPOINT
+from symdiff.backend.cuda_program import MODULE_NAMES
 from symdiff.backend.jit import compile_kernel, load_source, python_kernel
 from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.printer import Printer
+from symdiff.backend.warm import WarmStart
 from symdiff.frontend.lower import Traced, trace
 from symdiff.ir.listing import listing
 from symdiff.ir.loops import merge_extensions
 from symdiff.ir.node import Node, topological
 from symdiff.opt.schedule import Schedule, schedule
-from symdiff.transforms import PLANNERS, Plan, Spec, leaves
+from symdiff.transforms import PLANNERS, Plan, Spec, leaves, rebuild
 
 
 @dataclass
@@ -38,8 +40,20 @@ class Kernel:
     outputs: list[Node]
     output_names: list[str]
     python: Callable[..., Any]
-    compiled: Callable[..., Any]
+    #: What calls run: the compiled kernel, or on a warm start a
+    #: :class:`~symdiff.backend.warm.WarmStart` until Numba has loaded it.
+    entry: Callable[..., Any]
     timings: dict[str, float] = field(default_factory=dict)
+    #: An array program printed for CUDA (a host function launching kernels).
+    device: bool = False
+
+    @property
+    def compiled(self) -> Callable[..., Any]:
+        """The compiled kernel (Numba's dispatcher for the CPU targets); on a warm
+        start, waits for Numba to load it."""
+        if isinstance(self.entry, WarmStart):
+            return self.entry.dispatcher()
+        return self.entry
 
     @property
     def returns(self) -> Any:
@@ -91,8 +105,12 @@ def build_kernel(
     dtypes: tuple[str, ...],
     jit: bool = True,
     parallel: bool = False,
+    device: bool = False,
 ) -> Kernel:
-    """Trace, differentiate, schedule, print and (lazily) compile one kernel."""
+    """Trace, differentiate, schedule, print and (lazily) compile one kernel.
+    ``device``: for the CUDA target, where an array program is printed as a host
+    function launching CUDA kernels (:mod:`symdiff.backend.cuda_program`); a
+    function of numbers stays one scalar kernel (run per CUDA thread)."""
     t0 = time.perf_counter()
     tracer = getattr(fun, "__symdiff_trace__", None)
     traced = tracer(dtypes) if tracer is not None else trace(fun, dtypes)
@@ -108,6 +126,8 @@ def build_kernel(
     t2 = time.perf_counter()
     base = traced.name if traced.name.isidentifier() else "f"
     name = base if spec.kind == "jit" else f"{base}_{spec.kind}"
+    if device and name in MODULE_NAMES:
+        name += "_host"  # the CUDA module's globals keep their names
     sections: dict[int, str] = {}
     if plan.primal:
         forward = set(topological(plan.primal))
@@ -123,7 +143,11 @@ def build_kernel(
         header.append(f"with respect to: {', '.join(plan.wrt)}")
     if plan.mode:
         header.append(f"mode: {plan.mode}")
-    if has_arrays(sched.nodes) or any(p.shape for p in plan.params):
+    device = device and (
+        any(p.shape for p in plan.params)
+        or any(n.shape for n in topological([*outputs, *plan.primal]))
+    )
+    if has_arrays(sched.nodes) or any(p.shape for p in plan.params) or device:
         source = ArrayKernel(
             plan.params,
             outputs,
@@ -132,22 +156,36 @@ def build_kernel(
             plan.primal,
             traced.checks + plan.checks,
             parallel=parallel,
+            device=device,
         ).source(
             name,
             plan.returns,
             header,
             {0: next(iter(sections.values()))} if sections else {},
         )
+        loops = True
     else:
         source = Printer().function(name, sched, plan.returns, header, sections)
-    if jit:
-        python, compiled = compile_kernel(source, name, parallel=parallel)
+        loops = False
+    if device:
+        from symdiff.backend import cuda
+
+        python = cuda.load(source, name)
+        entry = cuda.host_call(python, [p.dtype for p in plan.params])
+    elif jit:
+        python, entry = compile_kernel(
+            source,
+            name,
+            parallel=parallel,
+            loops=loops,
+            warm_types=None if loops else _output_types(plan),
+        )
     else:
         python = load_source(source, name)
-        compiled = python_kernel(load_source(source, name, ieee_math=True))
+        entry = python_kernel(load_source(source, name, ieee_math=True))
     t3 = time.perf_counter()
     timings = {"trace": t1 - t0, "differentiate+schedule": t2 - t1, "print": t3 - t2}
-    return Kernel(
+    kernel = Kernel(
         name,
         source,
         traced,
@@ -156,6 +194,24 @@ def build_kernel(
         outputs,
         names,
         python,
-        compiled,
+        entry,
         timings,
+        device,
     )
+    if isinstance(entry, WarmStart):
+        entry.when_loaded(lambda dispatcher: setattr(kernel, "entry", dispatcher))
+    return kernel
+
+
+_PYTHON_TYPES = {"float64": float, "bool": bool}
+
+
+def _output_types(plan: Plan) -> Any:
+    """For a kernel of floats: the Python type of each output as Numba returns it
+    (the structure of the returns), None if a parameter or an output is not a
+    float or a bool (no warm start: integers wrap in Numba, not in Python)."""
+    if any(p.dtype != "float64" for p in plan.params):
+        return None
+    if any(n.dtype not in _PYTHON_TYPES for n in leaves(plan.returns)):
+        return None
+    return rebuild(plan.returns, lambda n: _PYTHON_TYPES[n.dtype])

@@ -430,6 +430,13 @@ def _loop(
             name, source = loop_source(kernel, target, params, scalar)
             loop = cuda.CudaLoop(name, source, cuda.load(source, name))
         else:
+            if kernel.device:
+                raise ArgumentError(
+                    f"vectorize(target={target!r}) of a target='cuda' transform of "
+                    f"`{kernel.traced.name}`, whose kernel is a CUDA array program "
+                    "(its gradient tapes a loop): make the transform with "
+                    f"target={target!r}"
+                )
             name, source = loop_source(kernel, target, params, scalar)
             python = _load(source, name, kernel)
             loop = _Loop(

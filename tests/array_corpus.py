@@ -520,6 +520,14 @@ def concat_different_lengths(a, b):
     return np.sum(np.tanh(z) * z)
 
 
+@case((3, 3), alt_shapes=False, tags=("a transposed intermediate joined whole",))
+def concat_transposed(L):
+    # Q.T is copied for the join, reading Q at transposed positions: Q must be
+    # complete first (it once shared Q's loop nest and read unwritten elements)
+    Q = np.exp(L)
+    return np.sum(np.concatenate([Q.T, Q], axis=0) * np.arange(18).reshape(6, 3))
+
+
 # -- constructors -------------------------------------------------------------------------
 @case((6,))
 def constants(x):

@@ -233,9 +233,28 @@ def compile_to_ptx(kernels: list[dict[str, str]]) -> list[tuple[str, str, int, s
     return out
 
 
+def compile_programs_to_ptx(
+    kernels: list[dict[str, str]],
+) -> list[tuple[str, str, int, str]]:
+    """The kernels of array programs (tests/test_cuda_arrays.py), each compiled to
+    PTX for a recorded signature: (name, signature, PTX length, ``.target`` line)."""
+    from symdiff.backend.cuda import load
+
+    out = []
+    for k in kernels:
+        host = load(k["source"], k["host"])
+        ptx = host.__globals__[k["name"]].ptx(k["signature"])
+        assert ".entry" in ptx, k["name"]
+        target = next(line for line in ptx.splitlines() if line.startswith(".target"))
+        out.append((k["name"], k["signature"], len(ptx), target))
+    return out
+
+
 if __name__ == "__main__":
     import json
 
-    if len(sys.argv) != 3 or sys.argv[1] != "--ptx":
-        sys.exit("usage: python tests/cuda_cases.py --ptx KERNELS.json")
-    print(json.dumps(compile_to_ptx(json.loads(Path(sys.argv[2]).read_text()))))
+    modes = {"--ptx": compile_to_ptx, "--program-ptx": compile_programs_to_ptx}
+    if len(sys.argv) != 3 or sys.argv[1] not in modes:
+        sys.exit("usage: python tests/cuda_cases.py --ptx|--program-ptx KERNELS.json")
+    kernels = json.loads(Path(sys.argv[2]).read_text())
+    print(json.dumps(modes[sys.argv[1]](kernels)))

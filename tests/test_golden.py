@@ -56,6 +56,17 @@ CASES = {
     "quickstart_value_and_grad_vectorize_cuda": lambda: symdiff.vectorize(
         symdiff.value_and_grad(G.quickstart, argnums=(0, 1)), target="cuda"
     ),
+    # CUDA array programs: a host function launching one kernel per loop nest
+    # (atomic scatter-adds; matrix products; reductions read back; a host loop)
+    "rosenbrock_grad_cuda": lambda: _for_arrays(
+        symdiff.grad(G.rosenbrock, target="cuda"), (7,)
+    ),
+    "softmax_xent_value_and_grad_cuda": lambda: _for_arrays(
+        symdiff.value_and_grad(G.softmax_xent, target="cuda"), (4, 3), (5, 4), (5, 3)
+    ),
+    "smoothing_grad_cuda": lambda: _for_arrays(
+        symdiff.grad(G.smoothing, target="cuda"), (6,)
+    ),
 }
 
 

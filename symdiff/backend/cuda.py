@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import linecache
 import re
 from collections.abc import Callable, Iterator
@@ -50,8 +51,8 @@ BLOCKS_PER_SM = 32
 #: Compute capability of PTX when numba-cuda does not say.
 DEFAULT_CC = (7, 5)
 #: The simulator runs each thread as a Python thread: keep its grids small.
-SIMULATOR_THREADS = 32
-SIMULATOR_BLOCKS = 4
+SIMULATOR_THREADS = 8
+SIMULATOR_BLOCKS = 2
 
 INSTALL_HINT = (
     "install numba-cuda (pip install 'symdiff[cuda]', or numba-cuda[cu12] / "
@@ -88,23 +89,15 @@ def _where(kernel: Kernel) -> str:
 
 
 def check_scalar_kernel(kernel: Kernel) -> None:
-    """Raise a clear error if ``kernel`` needs arrays: a CUDA thread runs one
-    element with scalars only (no allocation)."""
-    for p in kernel.plan.params:
-        if p.shape:
-            raise ArgumentError(
-                f"target='cuda' runs functions of numbers, one element per thread; "
-                f"{_where(kernel)} takes an array "
-                f"(`{kernel.schedule.names.get(p, '?')}`). Run array programs with "
-                "target='cpu' or 'parallel', or batch a function of numbers with "
-                "symdiff.vectorize(..., target='cuda')"
-            )
+    """Raise a clear error if ``kernel`` (of numbers: vectorize calls it per
+    element) allocates arrays, which a CUDA thread cannot."""
     if any(n.shape for n in topological(kernel.outputs)):
         raise ArgumentError(
-            f"{_where(kernel)} cannot run on CUDA: its kernel allocates arrays (a "
-            "loop's tape, which a CUDA thread cannot allocate). Use target='cpu' "
-            "or 'parallel', or write the loop with a constant trip count of at "
-            "most 8 (unrolled)"
+            f"{_where(kernel)} cannot run one element per CUDA thread: its kernel "
+            "allocates arrays (a loop's tape, which a thread cannot allocate). Call "
+            "the transform without vectorize (target='cuda' then runs it as an array "
+            "program), use target='cpu' or 'parallel', or write the loop with a "
+            "constant trip count of at most 8 (unrolled)"
         )
 
 
@@ -239,9 +232,136 @@ def load(source: str, name: str) -> Callable[..., Any]:
     exec(compile(source, filename, "exec"), namespace)
     if simulated() and "math" in namespace:
         namespace["math"] = IEEE_MATH
+    if "THREADS" in namespace:  # an array program (symdiff.backend.cuda_program)
+        if simulated():
+            namespace["THREADS"] = SIMULATOR_THREADS
+            namespace["BLOCKS"] = SIMULATOR_BLOCKS
+        for key, value in list(namespace.items()):
+            if type(value).__name__ in _DISPATCHERS:
+                namespace[key] = ProgramKernel(key, value)
     fn = namespace[name]
     assert callable(fn)
     return fn  # type: ignore[no-any-return]
+
+
+_DISPATCHERS = ("CUDADispatcher", "FakeCUDAKernel")
+
+
+class ProgramKernel:
+    """A kernel of an array program: launched like numba-cuda's dispatcher
+    (``kernel[blocks, threads](*args)``), it also keeps the argument types of
+    its launches, for :meth:`ptx`."""
+
+    def __init__(self, name: str, dispatcher: Any) -> None:
+        self.name = name
+        self.dispatcher = dispatcher
+        self.signatures: dict[str, None] = {}  # in order of first launch
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        launch = self.dispatcher[grid]
+
+        def run(*args: Any) -> Any:
+            self.signatures.setdefault(arg_signature(args))
+            return launch(*args)
+
+        return run
+
+    def ptx(self, signature: str, cc: tuple[int, int] | None = None) -> str:
+        """The kernel compiled to PTX for ``signature`` (see :meth:`CudaLoop.ptx`)."""
+        return CudaLoop(self.name, "", self.dispatcher.py_func).ptx(signature, cc)
+
+
+def program_ptx(host: Callable[..., Any], cc: tuple[int, int] | None = None) -> str:
+    """PTX of every kernel of an array program, for the argument types it was
+    launched with, each after a ``// name(signature)`` line."""
+    kernels = [k for k in host.__globals__.values() if isinstance(k, ProgramKernel)]
+    parts = [
+        f"// {k.name}{sig}\n{k.ptx(sig, cc)}" for k in kernels for sig in k.signatures
+    ]
+    if not parts:
+        raise ArgumentError(
+            "the PTX of an array program is compiled for the argument types its "
+            "kernels were launched with: call the function once first"
+        )
+    return "\n".join(parts)
+
+
+_NUMBA_DTYPES = {"float64": "float64", "int64": "int64", "bool": "boolean"}
+
+
+def arg_signature(args: tuple[Any, ...]) -> str:
+    """numba-cuda's type string for kernel arguments: device arrays (C-contiguous
+    or not) and numbers."""
+    out = []
+    for a in args:
+        if is_device_array(a):
+            name = np.dtype(a.dtype).name
+            dtype = _NUMBA_DTYPES.get(name, name)
+            ndim = len(a.shape)
+            if a.is_c_contiguous():
+                axes = [":"] * (ndim - 1) + ["::1"]
+            else:
+                axes = [":"] * ndim
+            out.append(f"{dtype}[{', '.join(axes)}]")
+        elif isinstance(a, (bool, np.bool_)):
+            out.append("boolean")
+        elif isinstance(a, (int, np.integer)):
+            out.append("int64")
+        else:
+            out.append("float64")
+    return "(" + ", ".join(out) + ("," if len(out) == 1 else "") + ")"
+
+
+def host_call(host: Callable[..., Any], dtypes: list[str]) -> Callable[..., Any]:
+    """Call the host function of an array program
+    (:mod:`symdiff.backend.cuda_program`) with host or device arguments.
+
+    Host arrays are copied to the device (C-contiguous) and the array results
+    copied back; if any argument is a device array, the results stay on the
+    device.  Floats become ``numpy.float64`` (IEEE division on the host, as in
+    the kernels); NumPy scalar results become Python numbers.
+    """
+    names = list(inspect.signature(host).parameters)
+    types = [np.dtype(np.bool_ if t == "bool" else t) for t in dtypes]
+
+    def run(*args: Any) -> Any:
+        on_device = any(is_device_array(a) for a in args)
+        values = []
+        with _gpu_errors():
+            for name, a, t in zip(names, args, types, strict=True):
+                if is_device_array(a):
+                    a = device_view(a)
+                    if a.size and not a.is_c_contiguous():
+                        raise ArgumentError(
+                            f"device array `{name}` is not C-contiguous; pass a "
+                            "contiguous copy"
+                        )
+                    if np.dtype(a.dtype) != t:
+                        raise ArgumentError(
+                            f"device array `{name}` holds {np.dtype(a.dtype)}; the "
+                            f"kernel reads {t} (convert it on the device)"
+                        )
+                elif isinstance(a, np.ndarray):
+                    a = numba_cuda().to_device(np.ascontiguousarray(a, dtype=t))
+                elif isinstance(a, float):
+                    a = np.float64(a)
+                values.append(a)
+            with np.errstate(all="ignore"):
+                out = host(*values)
+            return _results(out, on_device)
+
+    run.__wrapped__ = host  # type: ignore[attr-defined]
+    return run
+
+
+def _results(value: Any, on_device: bool) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_results(v, on_device) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if not on_device and is_device_array(value):
+        return value.copy_to_host()
+    return value
 
 
 # -- arguments ------------------------------------------------------------------------
@@ -296,13 +416,17 @@ def signature(dtypes: list[Any]) -> str:
 __all__ = [
     "CudaLoop",
     "CudaUnavailableError",
+    "ProgramKernel",
+    "arg_signature",
     "check_scalar_kernel",
     "device_view",
     "flat_device_array",
+    "host_call",
     "inner_function",
     "is_device_array",
     "load",
     "numba_cuda",
+    "program_ptx",
     "signature",
     "simulated",
     "to_device",

@@ -13,7 +13,11 @@ functions are); :func:`vector_math` tells LLVM's loop vectoriser to use it while
 *symdiff's* kernels compile, and only then (the user's own Numba functions are
 not affected).  ``SYMDIFF_VECTOR_MATH=0`` turns it off (scalar libm everywhere).
 It takes effect with LLVM up to 20 (Numba 0.65); newer llvmlite ignores the
-setting, and symdiff then compiles with scalar libm as Numba does.
+setting, and symdiff then compiles with scalar libm as Numba does.  Straight-line
+kernels (no loops, no arrays) compile without it: there is nothing to vectorise,
+and they call the libm functions Python's ``math`` module calls, which the warm
+start relies on (:mod:`symdiff.backend.warm`: on a cache hit their first calls run
+as plain Python while Numba loads).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from symdiff.backend import warm
+from symdiff.backend.exact import exact_python
 
 #: Options for every CPU kernel.
 NJIT_OPTIONS: dict[str, Any] = {
@@ -188,19 +195,26 @@ def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[...
 
 
 def njit(
-    fn: Callable[..., Any], cache: bool = False, parallel: bool = False
+    fn: Callable[..., Any],
+    cache: bool = False,
+    parallel: bool = False,
+    vector_library: bool = True,
 ) -> Callable[..., Any]:
     """Wrap ``fn`` with Numba under symdiff's JIT policy (compiled on first call).
 
     ``cache=True`` keeps the machine code on disk beside ``fn``'s module;
     ``parallel=True`` (target ``"parallel"``) runs its ``numba.prange`` loops on
-    threads.
+    threads; ``vector_library=False`` (straight-line kernels: there is no loop to
+    vectorise) compiles outside :func:`vector_math`, so that the kernel calls
+    scalar libm alone, as Python's ``math`` module does.
     """
     import numba  # imported here: `import symdiff` must stay light
 
-    vector_math_enabled()  # libmvec loaded before cached machine code that calls it
     options = dict(NJIT_OPTIONS, cache=cache, parallel=parallel)
     dispatcher = numba.njit(**options)(fn)
+    if not vector_library:
+        return dispatcher  # type: ignore[no-any-return]
+    vector_math_enabled()  # libmvec loaded before cached machine code that calls it
     # Numba's dispatcher compiles a new signature through `_compile_for_args`
     # (looked up on the instance): every compile of this kernel, whatever the
     # argument layouts, happens under `vector_math`.
@@ -215,15 +229,26 @@ def njit(
 
 
 def compile_kernel(
-    source: str, name: str, parallel: bool = False
+    source: str,
+    name: str,
+    parallel: bool = False,
+    loops: bool = True,
+    warm_types: Any = None,
 ) -> tuple[Callable[..., Any], Any]:
     """The plain function and its Numba dispatcher, through the disk cache when
-    it is enabled (see :mod:`symdiff.cache`)."""
+    it is enabled (see :mod:`symdiff.cache`).
+
+    ``loops=False``: straight-line code, compiled without the vector library (see
+    :func:`njit`).  ``warm_types``: for a straight-line kernel of floats, the
+    Python type of each output; on a cache hit the second item is then a
+    :class:`~symdiff.backend.warm.WarmStart` (its first calls run as plain Python
+    while Numba loads) if the source has an exact plain-Python version.
+    """
     from symdiff import cache
 
     if cache.enabled():
         options = dict(NJIT_OPTIONS, parallel=True) if parallel else NJIT_OPTIONS
-        if vector_math_enabled():
+        if loops and vector_math_enabled():
             options = dict(options, vector_math="libmvec")
         try:
             path = cache.cached_module_path(source, name, options)
@@ -231,7 +256,38 @@ def compile_kernel(
             pass  # an unwritable cache folder: compile in memory
         else:
             python = cache.load_function(path, name)
-            cache.discard_unreadable_machine_code(path)
-            return python, njit(python, cache=True, parallel=parallel)
+            if (
+                warm_types is not None
+                and not parallel
+                and warm.enabled()
+                and cache.has_machine_code(path, name)
+            ):
+                exact = exact_python(source, name)
+                if exact is not None:
+                    load = functools.partial(_load_warm, python, path)
+                    return python, warm.WarmStart(exact, warm_types, load)
+            return python, _load_cached(python, path, parallel, loops)
     python = load_source(source, name)
-    return python, njit(python, parallel=parallel)
+    return python, njit(python, parallel=parallel, vector_library=loops)
+
+
+def _load_cached(
+    python: Callable[..., Any], path: Any, parallel: bool, loops: bool
+) -> Any:
+    from symdiff import cache
+
+    cache.discard_unreadable_machine_code(path)
+    return njit(python, cache=True, parallel=parallel, vector_library=loops)
+
+
+def _load_warm(python: Callable[..., Any], path: Any) -> Any:
+    """A warm start's dispatcher (on the background thread), its machine code for
+    float arguments loaded now rather than at its first call."""
+    dispatcher = _load_cached(python, path, parallel=False, loops=False)
+    from numba import float64
+
+    try:
+        dispatcher.compile((float64,) * python.__code__.co_argcount)
+    except Exception:  # the first call compiles again and reports the error
+        pass
+    return dispatcher

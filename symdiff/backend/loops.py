@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from symdiff.backend.cuda_program import DeviceProgram
 from symdiff.backend.printer import P_ATOM, Printer
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
@@ -127,8 +128,9 @@ class ArrayKernel:
         parent: ArrayKernel | None = None,
         bound: Mapping[Node, str] | None = None,
         owned: frozenset[Node] = frozenset(),
+        device: bool = False,
     ):
-        self.parallel = parallel and parent is None
+        self.parallel = parallel and parent is None and not device
         self.owned = owned
         self.params = list(params)
         self.outputs = list(outputs)
@@ -152,13 +154,16 @@ class ArrayKernel:
             for a in n.args:
                 self.consumers.setdefault(a, []).append(n)
         self.kinds = {n: kind(n) for n in self.order}
-        self._needs_arrays()
+        self._needs_arrays(device or (parent is not None and parent.device is not None))
         self.into: dict[Node, Node] = {}
         self._scatter_sums()
         self.names: dict[Node, str] = {}
         self.env: dict[Node, str] = {}
+        self.device: DeviceProgram | None = None
         if parent is None:
             self.namer = _Namer()
+            if device:
+                self.device = DeviceProgram(self.namer)
             by_index = {}
             for p in self.params:
                 self.names[p] = self.namer.fresh(p.attrs[1])
@@ -167,6 +172,7 @@ class ArrayKernel:
             self.loop_vars = [self.namer.fresh(v) for v in _LOOP_VARS]
         else:
             self.namer = parent.namer
+            self.device = parent.device
             self.by_index = parent.by_index
             self.loop_vars = parent.loop_vars
             self.names.update(bound or {})
@@ -183,8 +189,9 @@ class ArrayKernel:
         self._liveness()
 
     # -- planning ---------------------------------------------------------------------
-    def _needs_arrays(self) -> None:
-        """Views that something needs as a whole array become copies (element-wise)."""
+    def _needs_arrays(self, device: bool = False) -> None:
+        """Views that something needs as a whole array become copies (element-wise);
+        on CPUs a transposed matrix multiplied by ``np.dot`` stays a ``.T`` view."""
         wants: list[Node] = [o for o in self.outputs if o.shape]
         for n in self.order:
             k = self.kinds[n]
@@ -198,7 +205,8 @@ class ArrayKernel:
                 continue
             if k == "statement" and n.op != "pack":
                 for a in n.args:
-                    if n.op == "dot" and a.op == "transpose" and len(a.shape) == 2:
+                    transposed = a.op == "transpose" and len(a.shape) == 2
+                    if n.op == "dot" and transposed and not device:
                         if self.kinds.get(a.args[0], "leaf") != "view":
                             continue  # printed as a `.T` view
                     wants.append(a)
@@ -291,6 +299,10 @@ class ArrayKernel:
                 continue
             shape = loop_shape(n)
             direct = {a for a in n.args if self.kinds.get(a) == "elementwise"}
+            if n.op in VIEWS and n.op != "broadcast":
+                # a copy of a view (``Q.T`` needed whole) reads its source at
+                # other positions: the source must be complete before the nest
+                direct = set()
             chosen = None
             for g in reversed(groups.get(shape, [])):
                 if self._can_join(n, g, direct):
@@ -470,7 +482,7 @@ class ArrayKernel:
 
     def _buffer(self, m: Node, unit: int, ind: str) -> str:
         """The allocation of ``m``'s array: a dead buffer of its shape, or new."""
-        shape, dt = self.shape_text(m.shape), _DTYPE_ARG[m.dtype]
+        shape = self.shape_text(m.shape)
         pool = self.free.get((shape, m.dtype), [])
         for k, (dead_after, owner) in enumerate(pool):
             if dead_after < unit:
@@ -479,7 +491,7 @@ class ArrayKernel:
                     f"{ind}{self._name(m)} = {self.names[owner]}"
                     f"  # {self.names[owner]} is dead: reuse its memory"
                 )
-        return f"{ind}{self._name(m)} = np.empty({shape}{dt})"
+        return f"{ind}{self._name(m)} = {self._empty(shape, m.dtype)}"
 
     def _release(self, m: Node) -> None:
         """``m``'s buffer may be taken once its last reader has run."""
@@ -631,6 +643,9 @@ class ArrayKernel:
     ) -> str:
         printer = Printer()
         env = self._scalar_env()
+        if self.device is not None:
+            self.device.base = name
+            self.namer.taken.add(name)  # no helper or kernel may take its name
         body: list[str] = []
         ind = printer.indent
         if self.checks:
@@ -646,6 +661,13 @@ class ArrayKernel:
         ret = self._returns(returns, env, printer)
         body.append(f"{ind}return {ret}")
         params = ", ".join(self.names[p] for p in self.params)
+        if self.device is not None:
+            host = "\n".join([f"def {name}({params}):", *body])
+            notes = [
+                "CUDA: the host function at the end allocates device arrays and "
+                "launches the kernels",
+            ]
+            return self.device.module([*header, *notes], host)
         lines = [f"# {h}" for h in header]
         printer.imports.add("import numpy as np")
         lines += sorted(printer.imports)
@@ -718,12 +740,29 @@ class ArrayKernel:
 
     def _fill(self, a: Node) -> str:
         """A new array of a constant (``np.zeros((n, 3))``)."""
-        value = a.args[0].value
-        shape = self.shape_text(a.shape)
-        dt = _DTYPE_ARG[a.dtype]
-        if value == 0:
-            return f"np.zeros({shape}{dt})"
-        return f"np.full({shape}, {value!r}{dt})"
+        return self._full(self.shape_text(a.shape), a.args[0].value, a.dtype)
+
+    def _full(self, shape: str, value: Any, dtype: str) -> str:
+        """A new array of ``shape`` (text) with every element ``value`` (a number
+        or its text)."""
+        text = value if isinstance(value, str) else repr(value)
+        if self.device is not None:
+            return self.device.full(shape, text, dtype)
+        if not isinstance(value, str) and value == 0:
+            return f"np.zeros({shape}{_DTYPE_ARG[dtype]})"
+        return f"np.full({shape}, {text}{_DTYPE_ARG[dtype]})"
+
+    def _empty(self, shape: str, dtype: str) -> str:
+        """A new array of ``shape`` (text), written before it is read."""
+        if self.device is not None:
+            return self.device.empty(shape, dtype)
+        return f"np.empty({shape}{_DTYPE_ARG[dtype]})"
+
+    def _copy(self, array: str) -> str:
+        """A new array with the elements of ``array`` (text)."""
+        if self.device is not None:
+            return self.device.copy(array)
+        return f"np.copy({array})"
 
     def _update(
         self, n: Node, k: int, env: dict[Node, str], printer: Printer
@@ -741,7 +780,7 @@ class ArrayKernel:
             lines.append(f"{ind}{target} = {self._fill(base)}")
         else:
             target = self._name(n)
-            lines.append(f"{ind}{target} = np.copy({self._array_text(base)})")
+            lines.append(f"{ind}{target} = {self._copy(self._array_text(base))}")
         at = []
         for axis, entry in enumerate(spec):
             if entry[0] == "at":
@@ -754,8 +793,47 @@ class ArrayKernel:
                 stop = self.dim(S.add(entry[1], entry[2]))
                 at.append(f"{'' if start == '0' else start}:{stop}")
         op = "+=" if mode == "add" else "="
+        if self.device is not None:
+            lines.append(f"{ind}{self._device_update(n, target, op, env)}")
+            return lines
         lines.append(f"{ind}{target}[{', '.join(at)}] {op} {self._value(value, env)}")
         return lines
+
+    def _device_update(
+        self, n: Node, target: str, op: str, env: dict[Node, str]
+    ) -> str:
+        """``target[at] op value`` on CUDA: a kernel over the part written (each
+        thread writes one element; the positions are distinct)."""
+        base, value, *index = n.args
+        _mode, spec = n.attrs
+        region: list[Length] = []
+        for axis, entry in enumerate(spec):
+            if entry[0] == "all":
+                region.append(base.shape[axis])
+            elif entry[0] != "at":
+                region.append(entry[2])
+        idx = self._index_names(len(region))
+        loops = []
+        for r, d in enumerate(region):
+            if d == 1:
+                idx[r] = "0"
+            else:
+                loops.append((idx[r], self.dim(d)))
+        at, axes = [], iter(idx)
+        for axis, entry in enumerate(spec):
+            if entry[0] == "at":
+                text = self._scalar_text(index[entry[1]], env)
+                at.append(self._position(text, entry, base.shape[axis]))
+            elif entry[0] == "all":
+                at.append(next(axes))
+            else:
+                i = next(axes)
+                start = self.dim(entry[1])
+                at.append(i if start == "0" else f"{i} + {self._paren(start)}")
+        text = self._element(value, tuple(region), idx, env)
+        body = [f"{target}[{', '.join(at)}] {op} {text}"]
+        assert self.device is not None
+        return self.device.kernel(loops, body)
 
     def _position(self, text: str, entry: tuple[Any, ...], length: Length) -> str:
         """A run-time index; one that only a branch's condition keeps inside the
@@ -799,13 +877,13 @@ class ArrayKernel:
             elif j in body.tapes and _const_fill(a):
                 # every row a later reader reads is written first
                 shape = self.shape_text(a.shape)
-                text = f"np.empty({shape}{_DTYPE_ARG[a.dtype]})"
+                text = self._empty(shape, a.dtype)
             elif _const_fill(a):
                 text = self._fill(a)
             elif (n, j) in self.no_copy:
                 text = self._array_text(a)
             else:
-                text = f"np.copy({self._array_text(a)})"
+                text = self._copy(self._array_text(a))
             lines.append(f"{ind}{name} = {text}")
         counter = self.namer.fresh(
             _stem(body.index.attrs[1]) if body.index.attrs[1] != "_" else "it"
@@ -868,7 +946,7 @@ class ArrayKernel:
         for name, v, out in zip(state, body.carried, body.outputs, strict=True):
             text = sub._value(out, sub_env)
             if out.shape and (text in seen or (out.op == "var" and out is not v)):
-                text = f"np.copy({text})"  # two names must not share one array
+                text = self._copy(text)  # two names must not share one array
             seen.add(text)
             if text != name:
                 targets.append(name)
@@ -900,6 +978,9 @@ class ArrayKernel:
         if n in self.inlined:
             return []
         target = self._name(n)
+        if self.device is not None and n.op in ("dot", "concat", "reshape"):
+            env[n] = target
+            return [f"{ind}{line}" for line in self._device_statement(n, target)]
         if n.op == "dot":
             a, b = (self._array_text(x) for x in n.args)
             text = f"np.dot({a}, {b})"
@@ -909,6 +990,8 @@ class ArrayKernel:
         elif n.op == "pack":
             parts = ", ".join(printer.expr(x, env)[0] for x in n.args)
             text = f"np.array([{parts}])"
+            if self.device is not None:
+                text = f"cuda.to_device({text})"
         elif n.op == "reshape":
             src = self._array_text(n.args[0])
             text = f"np.ascontiguousarray({src}).reshape({self.shape_text(n.shape)})"
@@ -917,30 +1000,100 @@ class ArrayKernel:
         env[n] = target
         return [f"{ind}{target} = {text}"]
 
+    def _device_statement(self, n: Node, target: str) -> list[str]:
+        """A whole-array statement on CUDA (host lines): ``np.dot`` as a kernel
+        with one thread per result element (a dot product of vectors: one per
+        term, added atomically), ``np.concatenate`` as one copy kernel per part,
+        a reshape as a view of the (always contiguous) source."""
+        device = self.device
+        assert device is not None
+        if n.op == "reshape":
+            src = self._array_text(n.args[0])
+            return [f"{target} = {src}.reshape({self.shape_text(n.shape)})"]
+        if n.op == "concat":
+            axis = n.attrs[0]
+            lines = [f"{target} = {self._empty(self.shape_text(n.shape), n.dtype)}"]
+            offset: list[str] = []
+            for part in n.args:
+                idx = self._index_names(len(part.shape))
+                loops = []
+                for k, d in enumerate(part.shape):
+                    if d == 1:
+                        idx[k] = "0"
+                    else:
+                        loops.append((idx[k], self.dim(d)))
+                at = list(idx)
+                if offset:
+                    at[axis] = f"{at[axis]} + {self._paren(' + '.join(offset))}"
+                value = self._element(part, part.shape, idx, self.env)
+                body = [f"{target}[{', '.join(at)}] = {value}"]
+                where = f"part {len(offset) + 1} of {target} = np.concatenate(...)"
+                lines.append(device.kernel(loops, body, where=where))
+                offset.append(self._paren(self.dim(part.shape[axis])))
+            return lines
+        # dot: (m, k) or (k,) times (k, n) or (k,)
+        a, b = n.args
+        left, right = self._array_text(a), self._array_text(b)
+        idx = self._index_names(len(n.shape))
+        loops = []
+        for k, d in enumerate(n.shape):
+            if d == 1:
+                idx[k] = "0"
+            else:
+                loops.append((idx[k], self.dim(d)))
+        term = self.namer.fresh("k")
+        a_at = [idx[0], term] if len(a.shape) == 2 else [term]
+        b_at = [term, idx[-1]] if len(b.shape) == 2 else [term]
+        product = f"{left}[{', '.join(a_at)}] * {right}[{', '.join(b_at)}]"
+        length = self.dim(a.shape[-1])
+        if not n.shape:  # vector . vector: every term on its own thread
+            return [
+                f"{target} = {self._full('(1,)', 0, n.dtype)}",
+                device.kernel(
+                    [(term, length)],
+                    [_ATOMIC["sum"].format(acc=target, at="0", v=product)],
+                    where=f"{target} = np.dot({left}, {right})",
+                ),
+                f"{target} = {target}[0]",
+            ]
+        acc = self.namer.fresh("acc")
+        body = [
+            f"{acc} = {'0.0' if n.dtype == 'float64' else '0'}",
+            f"for {term} in range({length}):",
+            f"    {acc} += {product}",
+            f"{target}[{', '.join(idx)}] = {acc}",
+        ]
+        return [
+            f"{target} = {self._empty(self.shape_text(n.shape), n.dtype)}",
+            device.kernel(loops, body, where=f"{target} = np.dot({left}, {right})"),
+        ]
+
     def _array_text(self, node: Node) -> str:
         if node.op == "transpose" and self.kinds.get(node) == "view":
             return f"{self._array_text(node.args[0])}.T"
         return self.names[node]
 
+    def _index_names(self, rank: int) -> list[str]:
+        if rank <= len(self.loop_vars):
+            return list(self.loop_vars[:rank])
+        return [f"i{k}" for k in range(rank)]
+
     def _group(self, g: Group, env: dict[Node, str], printer: Printer) -> list[str]:
         ind = printer.indent
         if not g.members:
             return []  # every member is read element by element where it is used
+        device = self.device
         lines: list[str] = []
-        rank = len(g.shape)
-        idx = (
-            list(self.loop_vars[:rank])
-            if rank <= len(self.loop_vars)
-            else [f"i{k}" for k in range(rank)]
-        )
+        after: list[str] = []  # on the host after the nest (CUDA: read results back)
+        idx = self._index_names(len(g.shape))
         # allocations and accumulators, before the nest
         for m in g.members:
             k = self.kinds[m]
-            dt = _DTYPE_ARG[m.dtype]
             if m in self.into and self.into[m] not in self.names:
                 target = self.into[m]
                 shape = self.shape_text(target.shape)
-                lines.append(f"{ind}{self._name(target)} = np.zeros({shape})")
+                zeros = self._full(shape, 0.0, "float64")
+                lines.append(f"{ind}{self._name(target)} = {zeros}")
             if k == "elementwise" and m in self.stored:
                 owner = self._take_over(m, g)
                 if owner is not None:  # acc = acc + ...: into acc's own memory
@@ -951,31 +1104,61 @@ class ArrayKernel:
             elif k == "scatter" and m in self.into:
                 pass  # allocated above
             elif k == "scatter":
-                lines.append(
-                    f"{ind}{self._name(m)} = np.zeros({self.shape_text(m.shape)}{dt})"
-                )
+                zeros = self._full(self.shape_text(m.shape), 0, m.dtype)
+                lines.append(f"{ind}{self._name(m)} = {zeros}")
             elif k == "reduce":
                 init = _INIT[m.op](m.dtype)
+                name = self._name(m)
                 if m.shape:
-                    lines.append(
-                        f"{ind}{self._name(m)} = "
-                        f"np.full({self.shape_text(m.shape)}, {init}{dt})"
-                    )
+                    full = self._full(self.shape_text(m.shape), init, m.dtype)
+                    lines.append(f"{ind}{name} = {full}")
+                elif device is not None:  # one element, read back after the nest
+                    lines.append(f"{ind}{name} = {self._full('(1,)', init, m.dtype)}")
+                    after.append(f"{ind}{name} = {name}[0]")
                 else:
-                    lines.append(f"{ind}{self._name(m)} = {init}")
-        depth = 0
+                    lines.append(f"{ind}{name} = {init}")
+        loops: list[tuple[str, str]] = []
         outer = next((k for k, d in enumerate(g.shape) if d != 1), None)
         threads = self.parallel and outer is not None and self._independent(g, outer)
         for k, d in enumerate(g.shape):
             if d == 1:
                 idx[k] = "0"  # no loop over an axis of length 1
                 continue
-            depth += 1
-            loop = "numba.prange" if threads and k == outer else "range"
-            lines.append(f"{ind * depth}for {idx[k]} in {loop}({self.dim(d)}):")
-        if threads:
-            printer.imports.add("import numba")
-        inner = ind * (depth + 1)
+            loops.append((idx[k], self.dim(d)))
+        body = self._nest_body(g, idx, env, printer)
+        if device is not None:
+            serial = next(
+                (
+                    f"np.{m.op}, which has no atomic update"
+                    for m in g.members
+                    if self.kinds[m] == "reduce" and _atomic(m) is None
+                ),
+                None,
+            )
+            written = [self.names[m] for m in g.members if m in self.names]
+            what = f"computes {', '.join(written)}" if written else ""
+            launch = device.kernel(loops, body, serial, what)
+            lines.append(f"{ind}{launch}")
+        else:
+            for depth, (var, dim) in enumerate(loops, 1):
+                loop = "numba.prange" if threads and depth == 1 else "range"
+                lines.append(f"{ind * depth}for {var} in {loop}({dim}):")
+            if threads:
+                printer.imports.add("import numba")
+            inner = ind * (len(loops) + 1)
+            lines += [f"{inner}{line}" for line in body]
+        for m in g.members:
+            if m in self.stored and not m.shape:
+                env[m] = self.names[m]
+        return lines + after
+
+    def _nest_body(
+        self, g: Group, idx: list[str], env: dict[Node, str], printer: Printer
+    ) -> list[str]:
+        """The statements inside ``g``'s loop nest (not indented); on CUDA sums
+        into shared places are atomic adds (so are maxima and minima)."""
+        device = self.device is not None
+        lines: list[str] = []
         local: dict[Node, str] = {}
 
         def reads(m: Node) -> dict[Node, str]:
@@ -993,6 +1176,13 @@ class ArrayKernel:
                     out[a] = self._element(a, g, idx, env)
             return out
 
+        def add(array: str, at: list[str], value: str) -> str:
+            """``array[at] += value``; atomic on CUDA (other threads may add to
+            the same element)."""
+            if device:
+                return _ATOMIC["sum"].format(acc=array, at=_at_tuple(at), v=value)
+            return f"{array}[{', '.join(at)}] += {value}"
+
         for m in g.members:
             k = self.kinds[m]
             names = reads(m)
@@ -1003,10 +1193,18 @@ class ArrayKernel:
                     else names[m.args[0]]
                 )
                 acc = self.names[m]
+                kept = [i for a, i in enumerate(idx) if a not in m.attrs[0]]
+                atomic = _atomic(m)
+                if device and atomic is not None:
+                    at = _at_tuple(kept) if m.shape else "0"
+                    lines += atomic.format(acc=acc, at=at, v=value).split("\n")
+                    continue
                 if m.shape:
-                    kept = [i for a, i in enumerate(idx) if a not in m.attrs[0]]
                     acc = f"{acc}[{', '.join(kept)}]"
-                lines.append(f"{inner}{_ACCUMULATE[m.op].format(acc=acc, v=value)}")
+                elif device:
+                    acc = f"{acc}[0]"  # one thread (no atomic): a 1-element array
+                table = _BOOL_ACCUMULATE if m.dtype == "bool" else _ACCUMULATE
+                lines.append(table[m.op].format(acc=acc, v=value))
                 continue
             if k == "scatter":
                 value = (
@@ -1014,20 +1212,17 @@ class ArrayKernel:
                     if m.args[0] in names
                     else printer.expr(m.args[0], names)[0]
                 )
-                spot = ", ".join(self._scatter_index(m, idx))
+                spot = self._scatter_index(m, idx)
                 if m in self.into:
-                    lines.append(
-                        f"{inner}{self.names[self.into[m]]}[{spot}] += {value}"
-                    )
+                    lines.append(add(self.names[self.into[m]], spot, value))
                 else:
-                    lines.append(f"{inner}{self.names[m]}[{spot}] = {value}")
+                    lines.append(f"{self.names[m]}[{', '.join(spot)}] = {value}")
                 continue
             if m in self.inlined:
                 continue
             if m in self.into:
                 text = printer.definition(m, names)[0]
-                target = self.names[self.into[m]]
-                lines.append(f"{inner}{target}[{', '.join(idx)}] += {text}")
+                lines.append(add(self.names[self.into[m]], idx, text))
                 continue
             if m.op in VIEWS or m.op == "reshape":
                 src, at = self._through(m, list(idx))
@@ -1036,15 +1231,12 @@ class ArrayKernel:
                 text = printer.definition(m, names)[0]
             if m in self.stored:
                 cell = f"{self.names[m]}[{', '.join(idx)}]"
-                lines.append(f"{inner}{cell} = {text}")
+                lines.append(f"{cell} = {text}")
                 local[m] = cell
             else:
                 tmp = self.namer.fresh(self.hints.get(m))
-                lines.append(f"{inner}{tmp} = {text}")
+                lines.append(f"{tmp} = {text}")
                 local[m] = tmp
-        for m in g.members:
-            if m in self.stored and not m.shape:
-                env[m] = self.names[m]
         return lines
 
     def _take_over(self, m: Node, g: Group) -> Node | None:
@@ -1124,16 +1316,18 @@ class ArrayKernel:
     def _element(
         self,
         a: Node,
-        g: Group,
+        g: Group | Shape,
         idx: list[str],
         env: Mapping[Node, str],
     ) -> str:
-        """``a`` read at the nest's position (broadcast against the nest's shape)."""
+        """``a`` read at the position ``idx`` of a nest (broadcast against the
+        nest's shape: ``g``'s, or ``g`` itself)."""
         if not a.shape:
             return self._scalar_text(a, env)
-        lead = len(g.shape) - len(a.shape)
+        shape = g.shape if isinstance(g, Group) else g
+        lead = len(shape) - len(a.shape)
         at = [
-            "0" if d == 1 and g.shape[lead + k] != 1 else idx[lead + k]
+            "0" if d == 1 and shape[lead + k] != 1 else idx[lead + k]
             for k, d in enumerate(a.shape)
         ]
         node = a
@@ -1224,10 +1418,14 @@ def _minus_one(text: str) -> str:
 
 
 def _init_max(dtype: str) -> str:
+    if dtype == "bool":
+        return "False"
     return "-np.inf" if dtype == "float64" else "np.iinfo(np.int64).min"
 
 
 def _init_min(dtype: str) -> str:
+    if dtype == "bool":
+        return "True"
     return "np.inf" if dtype == "float64" else "np.iinfo(np.int64).max"
 
 
@@ -1237,6 +1435,41 @@ _INIT = {
     "amax": _init_max,
     "amin": _init_min,
 }
+
+#: Reductions as numba-cuda atomics (a product has none: its nest runs on one
+#: thread).
+_ATOMIC = {
+    "sum": "cuda.atomic.add({acc}, {at}, {v})",
+    "amax": "cuda.atomic.max({acc}, {at}, {v})",
+    "amin": "cuda.atomic.min({acc}, {at}, {v})",
+}
+
+
+#: On bools ``np.max`` is "any" and ``np.min`` "all": every thread that changes
+#: the result writes the same value, so plain stores are safe.
+_BOOL_ATOMIC = {
+    "amax": "if {v}:\n    {acc}[{at}] = True",
+    "amin": "if not ({v}):\n    {acc}[{at}] = False",
+}
+_BOOL_ACCUMULATE = {
+    "sum": "{acc} += {v}",
+    "prod": "{acc} *= {v}",
+    "amax": "{acc} = {acc} or {v}",
+    "amin": "{acc} = {acc} and {v}",
+}
+
+
+def _atomic(m: Node) -> str | None:
+    """The CUDA update of reduction ``m`` by several threads at once, if any."""
+    if m.dtype == "bool":
+        return _BOOL_ATOMIC.get(m.op)
+    return _ATOMIC.get(m.op)
+
+
+def _at_tuple(at: list[str]) -> str:
+    """An atomic's index: one position, or a tuple of them."""
+    return at[0] if len(at) == 1 else f"({', '.join(at)})"
+
 
 _ACCUMULATE = {
     "sum": "{acc} += {v}",
