@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from symdiff.backend.cuda_program import numpy_helpers
 from symdiff.backend.jit import IEEE_MATH, synthetic_filename
-from symdiff.backend.printer import CUDA_HELPERS, TEMPLATES
 from symdiff.errors import ArgumentError
 from symdiff.ir.node import topological
 from symdiff.kernel import Kernel
@@ -101,9 +101,6 @@ def check_scalar_kernel(kernel: Kernel) -> None:
         )
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def inner_function(
     kernel: Kernel, alias: str, taken: set[str]
 ) -> tuple[list[str], list[str]]:
@@ -117,23 +114,11 @@ def inner_function(
     body = lines[start:]
     body[0] = re.sub(r"^def [A-Za-z0-9_]+\(", f"def {alias}(", body[0])
     text = "\n".join(body)
-    used = set(_IDENTIFIER.findall(text))
     taken |= {line.split()[-1] for line in imports}
-    helpers: list[str] = []
-    for op, body in CUDA_HELPERS.items():
-        call = TEMPLATES[op][0].split("{")[0]  # "np.sign("
-        if call not in text:
-            continue
-        name = op
-        while name in taken or name in used:
-            name += "_"
-        taken.add(name)
-        text = text.replace(call, f"{name}(")
-        helpers += [f"def {name}(x):  # {call[:-1]}", f"    {body}", ""]
-        if "math" not in taken:
-            imports.append("import math")
-            taken.add("math")
-    left = sorted(set(re.findall(r"\bnp\.([A-Za-z_]\w*)", text)))
+    text, helpers, left = numpy_helpers(text, taken)
+    if helpers and "math" not in taken:
+        imports.append("import math")
+        taken.add("math")
     if left:
         raise ArgumentError(
             f"{_where(kernel)} cannot run on CUDA: its kernel calls "

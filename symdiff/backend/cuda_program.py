@@ -178,20 +178,10 @@ class DeviceProgram:
     ) -> tuple[str, list[str]]:
         """NumPy calls in a kernel body become inner helper functions (numba-cuda
         compiles no NumPy function); any other NumPy call is an error."""
-        helpers: list[str] = []
-        used = set(re.findall(r"[A-Za-z_]\w*", text))
-        for op, body in CUDA_HELPERS.items():
-            call = TEMPLATES[op][0].split("{")[0]  # "np.sign("
-            if call not in text:
-                continue
-            helper = op
-            while helper in used or helper in self.namer.taken:
-                helper += "_"
-            used.add(helper)
-            text = text.replace(call, f"{helper}(")
-            helpers += [f"    def {helper}(x):  # {call[:-1]}", f"        {body}"]
-            self.math = True
-        left = sorted(set(re.findall(r"\bnp\.([A-Za-z_]\w*)", text)))
+        taken = set(self.namer.taken)
+        text, defs, left = numpy_helpers(text, taken)
+        helpers = [f"    {line}" for line in defs if line]
+        self.math = self.math or bool(defs)
         if left:
             raise ArgumentError(
                 f"cannot run on CUDA: the kernel {name} ({where}) calls "
@@ -219,6 +209,28 @@ class DeviceProgram:
         return "\n".join(top) + "\n\n\n" + "\n\n\n".join(parts) + "\n"
 
 
+def numpy_helpers(text: str, taken: set[str]) -> tuple[str, list[str], list[str]]:
+    """``text`` (code for a CUDA kernel) with each NumPy call numba-cuda cannot
+    compile replaced by an inner helper (``printer.CUDA_HELPERS``; its name is not
+    in ``taken`` nor in ``text``, and is added to ``taken``): the new text, the
+    helpers' lines (``def sign(x): ...``, blank-separated) and the NumPy functions
+    still called (to report)."""
+    helpers: list[str] = []
+    used = set(re.findall(r"[A-Za-z_]\w*", text))
+    for op, body in CUDA_HELPERS.items():
+        call = TEMPLATES[op][0].split("{")[0]  # "np.sign("
+        if call not in text:
+            continue
+        name = op
+        while name in taken or name in used:
+            name += "_"
+        taken.add(name)
+        text = text.replace(call, f"{name}(")
+        helpers += [f"def {name}(x):  # {call[:-1]}", f"    {body}", ""]
+    left = sorted(set(re.findall(r"\bnp\.([A-Za-z_]\w*)", text)))
+    return text, helpers, left
+
+
 def _paren(text: str) -> str:
     return text if re.fullmatch(r"[\w.\[\]]+", text) else f"({text})"
 
@@ -243,4 +255,11 @@ def _free_names(text: str, module: Sequence[str] | object = ()) -> list[str]:
     return out
 
 
-__all__ = ["BLOCKS", "DTYPE", "MODULE_NAMES", "THREADS", "DeviceProgram"]
+__all__ = [
+    "BLOCKS",
+    "DTYPE",
+    "MODULE_NAMES",
+    "THREADS",
+    "DeviceProgram",
+    "numpy_helpers",
+]

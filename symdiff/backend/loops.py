@@ -812,13 +812,7 @@ class ArrayKernel:
                 region.append(base.shape[axis])
             elif entry[0] != "at":
                 region.append(entry[2])
-        idx = self._index_names(len(region))
-        loops = []
-        for r, d in enumerate(region):
-            if d == 1:
-                idx[r] = "0"
-            else:
-                loops.append((idx[r], self.dim(d)))
+        idx, loops = self._nest(region)
         at, axes = [], iter(idx)
         for axis, entry in enumerate(spec):
             if entry[0] == "at":
@@ -1015,13 +1009,7 @@ class ArrayKernel:
             lines = [f"{target} = {self._empty(self.shape_text(n.shape), n.dtype)}"]
             offset: list[str] = []
             for part in n.args:
-                idx = self._index_names(len(part.shape))
-                loops = []
-                for k, d in enumerate(part.shape):
-                    if d == 1:
-                        idx[k] = "0"
-                    else:
-                        loops.append((idx[k], self.dim(d)))
+                idx, loops = self._nest(part.shape)
                 at = list(idx)
                 if offset:
                     at[axis] = f"{at[axis]} + {self._paren(' + '.join(offset))}"
@@ -1034,13 +1022,7 @@ class ArrayKernel:
         # dot: (m, k) or (k,) times (k, n) or (k,)
         a, b = n.args
         left, right = self._array_text(a), self._array_text(b)
-        idx = self._index_names(len(n.shape))
-        loops = []
-        for k, d in enumerate(n.shape):
-            if d == 1:
-                idx[k] = "0"
-            else:
-                loops.append((idx[k], self.dim(d)))
+        idx, loops = self._nest(n.shape)
         term = self.namer.fresh("k")
         a_at = [idx[0], term] if len(a.shape) == 2 else [term]
         b_at = [term, idx[-1]] if len(b.shape) == 2 else [term]
@@ -1077,6 +1059,18 @@ class ArrayKernel:
         if rank <= len(self.loop_vars):
             return list(self.loop_vars[:rank])
         return [f"i{k}" for k in range(rank)]
+
+    def _nest(self, shape: Sequence[Length]) -> tuple[list[str], list[tuple[str, str]]]:
+        """A loop nest over ``shape``: the index of each axis (``"0"`` for an axis
+        of length 1, which gets no loop) and the loops (index, length text)."""
+        idx = self._index_names(len(shape))
+        loops = []
+        for k, d in enumerate(shape):
+            if d == 1:
+                idx[k] = "0"
+            else:
+                loops.append((idx[k], self.dim(d)))
+        return idx, loops
 
     def _group(self, g: Group, env: dict[Node, str], printer: Printer) -> list[str]:
         ind = printer.indent
