@@ -118,14 +118,14 @@ def _common_float(a: Any, b: Any) -> tuple[float, float]:
 
 def minimum(a: Any, b: Any) -> float:
     """Numba's ``min(a, b)``: ``b if b < a else a``, after conversion."""
-    a, b = _common_float(a, b)
-    return b if b < a else a
+    x, y = _common_float(a, b)
+    return y if y < x else x
 
 
 def maximum(a: Any, b: Any) -> float:
     """Numba's ``max(a, b)``: ``b if b > a else a``, after conversion."""
-    a, b = _common_float(a, b)
-    return b if b > a else a
+    x, y = _common_float(a, b)
+    return y if y > x else x
 
 
 def sign(x: float) -> float:
@@ -247,14 +247,18 @@ _HELPERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def exact_python(source: str, name: str) -> Callable[..., Any] | None:
+def exact_python(
+    source: str, name: str, types: Any = None
+) -> Callable[..., Any] | None:
     """Function ``name`` of the generated module ``source`` as plain Python with
     the Numba kernel's results, for float arguments; None if the source uses
     anything whose meaning could differ (see the module docstring).
 
-    The function raises where Numba would return an IEEE special value (or
-    :class:`Unsupported` for an operand type it does not reproduce): its caller
-    then calls the Numba kernel.
+    ``types``: the Python type of each output (a type, or a nested tuple of them),
+    as Numba returns the kernel's output dtypes; the results are converted to them
+    (:func:`conform`).  The function raises where Numba would return an IEEE
+    special value (or :class:`Unsupported` for an operand type it does not
+    reproduce): its caller then calls the Numba kernel.
     """
     try:
         tree = _Rewrite().visit(ast.parse(source))
@@ -264,7 +268,15 @@ def exact_python(source: str, name: str) -> Callable[..., Any] | None:
     namespace: dict[str, Any] = {"__name__": f"symdiff_exact_{name}", **_HELPERS}
     exec(compile(tree, f"<symdiff exact python: {name}>", "exec"), namespace)
     fn = namespace.get(name)
-    return fn if callable(fn) else None
+    if not callable(fn):
+        return None
+    if types is None:
+        return fn  # type: ignore[no-any-return]
+
+    def exact(*args: float) -> Any:
+        return conform(fn(*args), types)
+
+    return exact
 
 
 def conform(value: Any, types: Any) -> Any:

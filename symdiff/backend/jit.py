@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from symdiff.backend import warm
-from symdiff.backend.exact import exact_python
 
 #: Options for every CPU kernel.
 NJIT_OPTIONS: dict[str, Any] = {
@@ -262,10 +261,12 @@ def compile_kernel(
                 and warm.enabled()
                 and cache.has_machine_code(path, name)
             ):
-                exact = exact_python(source, name)
+                from symdiff.backend.exact import exact_python
+
+                exact = exact_python(source, name, warm_types)
                 if exact is not None:
                     load = functools.partial(_load_warm, python, path)
-                    return python, warm.WarmStart(exact, warm_types, load)
+                    return python, warm.WarmStart(exact, load)
             return python, _load_cached(python, path, parallel, loops)
     python = load_source(source, name)
     return python, njit(python, parallel=parallel, vector_library=loops)

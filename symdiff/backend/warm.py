@@ -12,21 +12,24 @@ waits for Numba instead.  Array kernels and kernels with loops always wait: in
 Python their loops would be slower than loading Numba.
 
 The thread is a daemon that never outlives its work: it runs the queued loads and
-ends.  Before a ``fork`` and when the interpreter exits (before ``atexit`` handlers,
-so that Numba's own handlers run), the current load is waited for, so the thread
-never holds an import lock, Numba's compiler lock or LLVM's lock at those moments;
-loads not yet started at exit are dropped.  ``SYMDIFF_WARM_START=0`` turns the
-warm start off (a cache hit loads Numba before the first call).
+ends.  It is waited for before a ``fork`` (every queued load) and when the
+interpreter exits (the running load; the others are dropped), before ``atexit``
+handlers so that Numba's own run: it never holds an import lock, Numba's compiler
+lock or LLVM's lock at those moments.  A call that needs Numba before the thread
+has loaded it waits for the thread, or loads it itself if the thread has not begun
+(:class:`Job`).  ``SYMDIFF_WARM_START=0`` turns the warm start off (a cache hit
+loads Numba before the first call).
 """
 
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from symdiff.backend.exact import conform
+# `threading` is imported when the first thread starts: `import symdiff` does not
+# need it (locks come from `_thread`).
 
 
 def enabled() -> bool:
@@ -39,7 +42,7 @@ class Job:
 
     def __init__(self, fn: Callable[[], Any]):
         self._fn: Callable[[], Any] | None = fn
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._value: Any = None
         self._error: BaseException | None = None
         self.done = False
@@ -68,13 +71,15 @@ class _Loader:
     """The background thread: runs queued jobs in order, then ends."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._queue: list[Job] = []
-        self._thread: threading.Thread | None = None
+        self._thread: Any = None  # a threading.Thread while one runs
         self._closed = False
         self._hooked = False
 
     def submit(self, job: Job) -> None:
+        import threading
+
         if not self._hooked:
             self._hook()
         with self._lock:
@@ -82,10 +87,11 @@ class _Loader:
                 return  # exiting: the job runs when (if) its result is needed
             self._queue.append(job)
             if self._thread is None:
-                self._thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._drain, name="symdiff-warm-start", daemon=True
                 )
-                self._thread.start()
+                thread.start()  # it takes the lock before it reads the queue
+                self._thread = thread  # started, so wait() can join it
 
     def _hook(self) -> None:
         """Wait for the thread before a fork and at exit.
@@ -97,6 +103,7 @@ class _Loader:
         registered while a fork waits for the thread.
         """
         import logging  # noqa: F401
+        import threading
 
         self._hooked = True
         if hasattr(os, "register_at_fork"):
@@ -127,7 +134,7 @@ class _Loader:
     def wait(self) -> None:
         """Until the thread has ended (queued jobs run first)."""
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None and thread.ident != _thread.get_ident():
             thread.join()
 
     def close(self) -> None:
@@ -138,7 +145,7 @@ class _Loader:
 
     def _forget(self) -> None:
         # In a forked child: the parent waited for the thread, nothing is held.
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._queue = []
         self._thread = None
 
@@ -164,26 +171,22 @@ class WarmStart:
     Parameters
     ----------
     python : callable
-        The kernel's exact plain-Python version (:func:`exact_python`).
-    types : type or tuple
-        The Python type of each output, as the Numba kernel returns it.
+        The kernel's exact plain-Python version, outputs of Numba's types
+        (:func:`~symdiff.backend.exact.exact_python`); it raises for a call it
+        cannot answer exactly.
     load : callable
         Imports Numba and returns the kernel's dispatcher, machine code loaded.
     """
 
     def __init__(
-        self,
-        python: Callable[..., Any],
-        types: Any,
-        load: Callable[[], Callable[..., Any]],
+        self, python: Callable[..., Any], load: Callable[[], Callable[..., Any]]
     ):
         self._python = python
-        self._types = types
         self._job = Job(load)
         self._submitted = False
         self._dispatcher: Callable[..., Any] | None = None
         self._callbacks: list[Callable[[Callable[..., Any]], None]] = []
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def __call__(self, *args: Any) -> Any:
         dispatcher = self._dispatcher
@@ -191,7 +194,7 @@ class WarmStart:
             floats = _floats(args)
             if floats is not None:
                 try:
-                    out = conform(self._python(*floats), self._types)
+                    out = self._python(*floats)
                 except Exception:  # an IEEE special value: Numba answers
                     pass
                 else:
