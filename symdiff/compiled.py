@@ -438,11 +438,6 @@ class Compiled:
 
         kernel = self.kernel
         if kernel.device:  # an array program: each kernel as it was launched
-            if cuda.simulated():
-                raise cuda.CudaUnavailableError(
-                    "PTX cannot be generated in Numba's CUDA simulator "
-                    "(NUMBA_ENABLE_CUDASIM=1): run without it"
-                )
             return cuda.program_ptx(kernel.python, cc)
         in_types, out_types = io_dtypes(kernel)
         loop = self._cuda_loop(kernel)

@@ -250,6 +250,30 @@ def compile_programs_to_ptx(
     return out
 
 
+def compiled_in_subprocess(mode: str, kernels: list[dict[str, str]], folder: Path) -> None:
+    """Compile ``kernels`` to PTX in a process without the simulator (``mode``:
+    ``--ptx`` for vectorize's kernels, ``--program-ptx`` for array programs'), and
+    check that each gave PTX for an ``sm_`` target."""
+    import json
+    import os
+    import subprocess
+
+    path = folder / "kernels.json"
+    path.write_text(json.dumps(kernels))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run(
+        [sys.executable, __file__, mode, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert len(report) == len(kernels)
+    assert all(n > 1000 and t.startswith(".target sm_") for _, _, n, t in report)
+
+
 if __name__ == "__main__":
     import json
 

@@ -9,7 +9,6 @@ a GPU; the ones decorated ``needs_gpu`` are skipped without one.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
@@ -25,7 +24,16 @@ from symdiff.transforms import leaves
 
 cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
 
-from cuda_cases import CASES, POS, YS, kinks, launched_kernels, record_launches, smooth  # noqa: E402
+from cuda_cases import (  # noqa: E402
+    CASES,
+    POS,
+    YS,
+    compiled_in_subprocess,
+    kinks,
+    launched_kernels,
+    record_launches,
+    smooth,
+)
 
 HERE = Path(__file__).resolve().parent
 ON_GPU = os.environ.get("SYMDIFF_TEST_GPU") == "1"
@@ -283,20 +291,7 @@ def test_every_kernel_launched_compiles_to_ptx(tmp_path):
     kernels = launched_kernels()
     # (some cases share a kernel: the gradient called with numbers or vectorized)
     assert len({k["source"] for k in kernels}) >= 20
-    path = tmp_path / "kernels.json"
-    path.write_text(json.dumps(kernels))
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "cuda_cases.py"), "--ptx", str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout)
-    assert len(report) == len(kernels)
-    assert all(length > 1000 and target.startswith(".target sm_") for _, _, length, target in report)
+    compiled_in_subprocess("--ptx", kernels, tmp_path)
 
 
 # -- on a GPU -------------------------------------------------------------------------------

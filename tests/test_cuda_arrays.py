@@ -10,12 +10,6 @@ kernel launched here compiled to PTX in a process without the simulator.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -27,6 +21,7 @@ cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
 
 from tests import loop_corpus  # noqa: E402
 from tests.checks import assert_close, assert_like_argument, contract  # noqa: E402
+from tests.cuda_cases import compiled_in_subprocess  # noqa: E402
 from tests.test_arrays import (  # noqa: E402
     ARRAY_CASES,
     BY_NAME,
@@ -40,7 +35,6 @@ from tests.test_arrays import (  # noqa: E402
 )
 from tests.test_loops import make_args as loop_args  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.gpu
 TOL = 1e-10  # the kernels add in another order (atomics) than the CPU loops
 
@@ -335,17 +329,4 @@ def test_every_program_kernel_launched_compiles_to_ptx(tmp_path):
                             "signature": sig,
                         }
     assert len(kernels) >= 10
-    path = tmp_path / "kernels.json"
-    path.write_text(json.dumps(list(kernels.values())))
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "cuda_cases.py"), "--program-ptx", str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout)
-    assert len(report) == len(kernels)
-    assert all(n > 1000 and t.startswith(".target sm_") for _, _, n, t in report)
+    compiled_in_subprocess("--program-ptx", list(kernels.values()), tmp_path)

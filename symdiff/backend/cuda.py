@@ -152,16 +152,7 @@ class CudaLoop:
         (numba-cuda's default, ``NUMBA_CUDA_DEFAULT_PTX_CC``, if None: not the
         current GPU's, so that it is the same with or without one).  Needs no
         GPU; not available in the simulator."""
-        cuda = numba_cuda()
-        if simulated():
-            raise CudaUnavailableError(
-                "PTX cannot be generated in Numba's CUDA simulator "
-                "(NUMBA_ENABLE_CUDASIM=1): run without it"
-            )
-        if cc is None:
-            cc = tuple(getattr(cuda.config, "CUDA_DEFAULT_PTX_CC", DEFAULT_CC))
-        ptx, _ = cuda.compile_ptx(self.python, signature, cc=cc, fastmath=False)
-        return str(ptx)
+        return compile_ptx(self.python, signature, cc)
 
     def run(self, size: int, arrays: list[Any], out_dtypes: list[Any]) -> list[Any]:
         """Run the kernel over ``size`` elements of ``arrays`` (on the device);
@@ -253,7 +244,24 @@ class ProgramKernel:
 
     def ptx(self, signature: str, cc: tuple[int, int] | None = None) -> str:
         """The kernel compiled to PTX for ``signature`` (see :meth:`CudaLoop.ptx`)."""
-        return CudaLoop(self.name, "", self.dispatcher.py_func).ptx(signature, cc)
+        return compile_ptx(self.dispatcher.py_func, signature, cc)
+
+
+def compile_ptx(
+    kernel: Callable[..., Any], signature: str, cc: tuple[int, int] | None = None
+) -> str:
+    """The plain function of a CUDA kernel compiled to PTX (see
+    :meth:`CudaLoop.ptx`)."""
+    cuda = numba_cuda()
+    if simulated():
+        raise CudaUnavailableError(
+            "PTX cannot be generated in Numba's CUDA simulator "
+            "(NUMBA_ENABLE_CUDASIM=1): run without it"
+        )
+    if cc is None:
+        cc = tuple(getattr(cuda.config, "CUDA_DEFAULT_PTX_CC", DEFAULT_CC))
+    ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, fastmath=False)
+    return str(ptx)
 
 
 def program_ptx(host: Callable[..., Any], cc: tuple[int, int] | None = None) -> str:
@@ -271,6 +279,7 @@ def program_ptx(host: Callable[..., Any], cc: tuple[int, int] | None = None) -> 
     return "\n".join(parts)
 
 
+#: NumPy dtype name -> numba-cuda's type name (the same for any other dtype).
 _NUMBA_DTYPES = {"float64": "float64", "int64": "int64", "bool": "boolean"}
 
 
@@ -335,7 +344,6 @@ def host_call(host: Callable[..., Any], dtypes: list[str]) -> Callable[..., Any]
                 out = host(*values)
             return _results(out, on_device)
 
-    run.__wrapped__ = host  # type: ignore[attr-defined]
     return run
 
 
@@ -390,12 +398,8 @@ def flat_device_array(name: str, value: Any) -> Any:
 
 def signature(dtypes: list[Any]) -> str:
     """numba-cuda's type string for 1-D C-contiguous arrays of these dtypes."""
-    names: dict[np.dtype[Any], str] = {
-        np.dtype(np.float64): "float64",
-        np.dtype(np.int64): "int64",
-        np.dtype(np.bool_): "boolean",
-    }
-    return "(" + ", ".join(f"{names[np.dtype(t)]}[::1]" for t in dtypes) + ")"
+    types = (_NUMBA_DTYPES[np.dtype(t).name] for t in dtypes)
+    return "(" + ", ".join(f"{t}[::1]" for t in types) + ")"
 
 
 __all__ = [

@@ -40,7 +40,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from symdiff.backend.printer import CUDA_HELPERS, TEMPLATES
 from symdiff.errors import ArgumentError
@@ -135,9 +135,10 @@ class DeviceProgram:
         ind = "    "
         lines: list[str] = []
         depth = 1
-        size = " * ".join(_paren(d) for _, d in loops) if len(loops) > 1 else "1"
         if len(loops) == 1:
             size = loops[0][1]
+        else:
+            size = " * ".join(_paren(d) for _, d in loops) or "1"
         if serial is not None or not loops:
             lines.append(f"{ind}if cuda.grid(1) == 0:")
             depth = 2
@@ -198,11 +199,10 @@ class DeviceProgram:
         imports = ["import numpy as np", "from numba import cuda"]
         if self.math or "math." in host:
             imports.insert(0, "import math")
-        names = {k: v for k, v in self.helpers.items()}
         parts = [f"THREADS = {THREADS}\nBLOCKS = {BLOCKS}"]
         for which in ("launch", "full", "copy"):
-            if which in names:
-                parts.append(_HOST_HELPERS[which].format(**names))
+            if which in self.helpers:
+                parts.append(_HOST_HELPERS[which].format(**self.helpers))
         parts += self.kernels
         parts.append(host.rstrip("\n"))
         top = [f"# {h}" for h in header] + imports
@@ -235,7 +235,7 @@ def _paren(text: str) -> str:
     return text if re.fullmatch(r"[\w.\[\]]+", text) else f"({text})"
 
 
-def _free_names(text: str, module: Sequence[str] | object = ()) -> list[str]:
+def _free_names(text: str, module: Iterable[str] = ()) -> list[str]:
     """The names a kernel body reads but does not assign (its parameters), in
     order of first use."""
     tree = ast.parse("def _k():\n" + text)
@@ -247,7 +247,7 @@ def _free_names(text: str, module: Sequence[str] | object = ()) -> list[str]:
                 stored.add(node.id)
             else:
                 loads.append((node.lineno, node.col_offset, node.id))
-    skip = _GLOBALS | set(module)  # type: ignore[call-overload]
+    skip = _GLOBALS | set(module)
     out: list[str] = []
     for _, _, name in sorted(loads):
         if name not in stored and name not in skip and name not in out:

@@ -1445,12 +1445,6 @@ _BOOL_ATOMIC = {
     "amax": "if {v}:\n    {acc}[{at}] = True",
     "amin": "if not ({v}):\n    {acc}[{at}] = False",
 }
-_BOOL_ACCUMULATE = {
-    "sum": "{acc} += {v}",
-    "prod": "{acc} *= {v}",
-    "amax": "{acc} = {acc} or {v}",
-    "amin": "{acc} = {acc} and {v}",
-}
 
 
 def _atomic(m: Node) -> str | None:
@@ -1470,4 +1464,10 @@ _ACCUMULATE = {
     "prod": "{acc} *= {v}",
     "amax": "{acc} = max({acc}, {v})",
     "amin": "{acc} = min({acc}, {v})",
+}
+#: On bools ``max`` is ``or`` and ``min`` is ``and`` (Numba types no max of bools).
+_BOOL_ACCUMULATE = {
+    **_ACCUMULATE,
+    "amax": "{acc} = {acc} or {v}",
+    "amin": "{acc} = {acc} and {v}",
 }
