@@ -734,13 +734,15 @@ def _length_value(d: Any, args: tuple[Any, ...]) -> int | None:
                 v = int(args[a[1]])
             elif a[0] == "node":
                 v = _node_value(a[1], args)
-            else:  # ("cdiv", d, k): ceil(d / k); ("div", d, e): d // e
+            else:  # ("cdiv", d, k): ceil(d / k); ("div", d, e): d // e; "mod": d % e
                 inner = _length_value(a[1], args)
                 divisor = _length_value(a[2], args)
-                if inner is None or divisor is None:
+                if inner is None or divisor is None or divisor == 0:
                     v = None
+                elif a[0] == "cdiv":
+                    v = -(-inner // divisor)
                 else:
-                    v = -(-inner // divisor) if a[0] == "cdiv" else inner // divisor
+                    v = inner // divisor if a[0] == "div" else inner % divisor
             if v is None:
                 return None
             term *= v

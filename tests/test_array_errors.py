@@ -87,6 +87,40 @@ def test_in_range_sizes_give_numpys_numbers(target):
     assert np.array_equal(got, [0.0, 2.0, 0.0, 0.0, 0.0])
 
 
+def at_arg(x, j):
+    return x[j] ** 2
+
+
+def from_the_end(X, k):
+    return np.sum(X[-k, 1:] * X[1:, k - 1])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_index_from_an_int_argument_may_count_from_the_end(target):
+    """``x[j]`` with ``j`` an argument: ``-n <= j < n`` as in NumPy (a negative
+    index counts from the end), anything else a ShapeError at the user's line."""
+    x = np.arange(1.0, 6.0)
+    g = symdiff.grad(at_arg, target=target)
+    for j in range(-5, 5):
+        want = np.zeros(5)
+        want[j] = 2.0 * x[j]
+        assert np.array_equal(g(x, j), want), j
+        assert symdiff.jit(at_arg, target=target)(x, j) == x[j] ** 2
+    for j in (5, -6):
+        with pytest.raises(symdiff.ShapeError) as info:
+            g(x, j)
+        assert f"{HERE}:{line_of(at_arg)}:" in str(info.value)
+        assert "index j is out of bounds for axis 0 with size x.shape[0]" in str(
+            info.value
+        )
+    X = np.arange(16.0).reshape(4, 4) / 7.0
+    for k in (1, 2, 3):
+        gX = np.zeros_like(X)
+        gX[-k, 1:] += X[1:, k - 1]
+        gX[1:, k - 1] += X[-k, 1:]
+        assert np.allclose(symdiff.grad(from_the_end, target=target)(X, k), gX), k
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_masks_with_and_or(target):
     x = np.array([0.1, 0.3, 0.5, 0.7, 0.9])

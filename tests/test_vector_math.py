@@ -1,7 +1,7 @@
 """SIMD transcendentals in symdiff's loops (glibc's libmvec; backend/jit.py).
 
-symdiff's loops (vectorize, array kernels) compile with LLVM's vector library set to
-libmvec, so `exp`/`log`/`sin`... in them run 2-8 points per call instead of one; the
+symdiff's loops (vectorize, array kernels) compile with their libm calls marked with
+libmvec's variants, so `exp`/`log`/`sin`... in them run 2-8 points per call instead of one; the
 user's own Numba functions are not affected, and SYMDIFF_VECTOR_MATH=0 turns it off.
 """
 
@@ -22,8 +22,8 @@ from symdiff.backend.jit import vector_math_enabled
 
 needs_libmvec = pytest.mark.skipif(
     not vector_math_enabled(),
-    reason="SIMD math off here: needs x86-64 Linux with glibc's libmvec and "
-    "llvmlite's LLVM <= 20 (Numba 0.65), and SYMDIFF_VECTOR_MATH not 0",
+    reason="SIMD math off here: needs x86-64 Linux with glibc's libmvec, and "
+    "SYMDIFF_VECTOR_MATH not 0",
 )
 
 
@@ -32,9 +32,9 @@ def z(u):
 
 
 def vector_calls(dispatcher) -> set[str]:
-    """The libmvec functions a compiled Numba function calls."""
+    """The libmvec functions a compiled Numba function calls (not merely declares)."""
     ir = "".join(dispatcher.inspect_llvm(sig) for sig in dispatcher.signatures)
-    return set(re.findall(r"@(_ZGV\w+)", ir))
+    return set(re.findall(r"call [^@\n]*@(_ZGV\w+)\(", ir))
 
 
 def each(x):
@@ -58,7 +58,9 @@ def test_array_kernels_call_simd_transcendentals():
     g = symdiff.grad(total)
     g(np.linspace(0.0, 1.0, 9))
     calls = vector_calls(g.kernel.compiled)
-    assert any(c.endswith("_exp") for c in calls) and any(c.endswith("_cos") for c in calls)
+    assert any(c.endswith("_exp") for c in calls) and any(
+        c.endswith("_cos") for c in calls
+    )
 
 
 @needs_libmvec
@@ -120,8 +122,48 @@ def test_turned_off_the_loops_give_the_scalar_kernels_bits(tmp_path):
     env = dict(os.environ, SYMDIFF_VECTOR_MATH="0", PYTHONPATH=str(tmp_path))
     env["PYTHONPATH"] += os.pathsep + os.path.dirname(os.path.dirname(__file__))
     proc = subprocess.run(
-        [sys.executable, "-c", program], env=env, capture_output=True, text=True,
+        [sys.executable, "-c", program],
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "same bits" in proc.stdout
+
+
+@needs_libmvec
+def test_a_scalar_kernel_from_the_disk_cache_still_vectorises_in_a_loop(tmp_path):
+    """The vectorize loop inlines the scalar kernel: its calls carry their libmvec
+    variants in the cached code too (a fresh process, the kernel loaded from disk)."""
+    (tmp_path / "model.py").write_text(
+        "import math\n\ndef z(u):\n    return math.exp(math.sin(u**2) * math.log(u**2))\n"
+    )
+    program = textwrap.dedent(
+        r"""
+        import re
+        import numpy as np
+        import symdiff, model
+        g = symdiff.grad(model.z)
+        g(0.7)  # the scalar kernel compiles (or loads) before the loop
+        vec = symdiff.vectorize(g)
+        vec(np.linspace(0.5, 2.0, 100))
+        loop = vec._current()[1].compiled
+        ir = loop.inspect_llvm(loop.signatures[0])
+        print(sorted(set(re.findall(r"call [^@\n]*@_ZGV\w+_(\w+)\(", ir))))
+        """
+    )
+    env = dict(os.environ, SYMDIFF_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(tmp_path), os.path.dirname(os.path.dirname(__file__))]
+    )
+    for _ in range(2):  # compiled and cached, then loaded from the cache
+        proc = subprocess.run(
+            [sys.executable, "-c", program],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.strip() == "['cos', 'exp', 'log', 'sin']", proc.stdout

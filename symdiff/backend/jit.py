@@ -7,17 +7,21 @@ evaluated, and the untaken one may divide by zero.
 
 Vectorised transcendentals: Numba from PyPI has no SVML, so ``exp``/``log``/
 ``sin``... in a loop are scalar libm calls and the loop cannot use SIMD.  On
-x86-64 Linux, glibc's libmvec has SIMD versions of them (AVX2/AVX-512/SSE
-variants, at most 4 ulp from the correctly rounded result, as NumPy's own SIMD
-functions are); :func:`vector_math` tells LLVM's loop vectoriser to use it while
-*symdiff's* kernels compile, and only then (the user's own Numba functions are
-not affected).  ``SYMDIFF_VECTOR_MATH=0`` turns it off (scalar libm everywhere).
-It takes effect with LLVM up to 20 (Numba 0.65); newer llvmlite ignores the
-setting, and symdiff then compiles with scalar libm as Numba does.  Straight-line
-kernels (no loops, no arrays) compile without it: there is nothing to vectorise,
-and they call the libm functions Python's ``math`` module calls, which the warm
-start relies on (:mod:`symdiff.backend.warm`: on a cache hit their first calls run
-as plain Python while Numba loads).
+x86-64 Linux, glibc's libmvec has SIMD versions of them (SSE and AVX2 variants,
+at most 4 ulp from the correctly rounded result, as NumPy's own SIMD functions
+are).  While *symdiff's* kernels compile, :func:`vector_math` marks their libm
+calls with the vector variants libmvec has, as LLVM's own vector-library pass
+would (the ``vector-function-abi-variant`` call-site attribute), and declares the
+variants in the modules of loop kernels (vectorize loops, array kernels), so that
+LLVM's loop vectoriser can call them.  This works on every LLVM llvmlite ships
+(20 and 22 tested), unlike the ``-vector-library`` option, which LLVM 22 ignores.
+The user's own Numba functions are not marked.  ``SYMDIFF_VECTOR_MATH=0`` turns
+it off (scalar libm everywhere).  Straight-line kernels (no loops, no arrays)
+have their calls marked but no variant declared: they call the libm functions
+Python's ``math`` module calls, which the warm start relies on
+(:mod:`symdiff.backend.warm`: on a cache hit their first calls run as plain
+Python while Numba loads), and a vectorize loop that inlines them can still
+vectorise their calls.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import platform
 import sys
 import types
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,58 +51,176 @@ NJIT_OPTIONS: dict[str, Any] = {
 }
 
 
-#: The newest LLVM (llvmlite's) whose loop vectoriser is known to honour
-#: ``-vector-library`` set this way: LLVM 20 (llvmlite 0.47, Numba 0.65).  With
-#: LLVM 22 (llvmlite 0.50, Numba 0.68) the option is accepted but has no effect.
-MAX_LLVM_FOR_VECTOR_MATH = 20
+def vector_math_requested() -> bool:
+    """Whether SIMD transcendentals are asked for (``SYMDIFF_VECTOR_MATH``,
+    default on) on a platform that may have them (x86-64 Linux); imports
+    nothing (the warm start keys its cache entries with it)."""
+    if os.environ.get("SYMDIFF_VECTOR_MATH", "1").lower() in ("0", "false", "no"):
+        return False
+    return sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64")
 
 
 def vector_math_enabled() -> bool:
     """Whether symdiff's loops may call libmvec's SIMD transcendentals: asked for
-    (``SYMDIFF_VECTOR_MATH``, default on), available (x86-64 Linux with glibc's
-    libmvec, loaded into the process for Numba's JIT), and not redundant (a
-    Numba with Intel's SVML already vectorises them for every function)."""
-    if os.environ.get("SYMDIFF_VECTOR_MATH", "1").lower() in ("0", "false", "no"):
+    (:func:`vector_math_requested`), available (glibc's libmvec, loaded into the
+    process for Numba's JIT), and not redundant (a Numba with Intel's SVML
+    already vectorises them for every function)."""
+    if not vector_math_requested():
         return False
     from numba import config
 
     if getattr(config, "USING_SVML", False):
         return False
-    return _libmvec_usable()
+    return bool(_libmvec_table())
+
+
+#: glibc's x86-64 libmvec functions that LLVM's own LIBMVEC-X86 table maps, with
+#: their number of arguments.
+_LIBMVEC_FUNCTIONS = {"sin": 1, "cos": 1, "tan": 1, "exp": 1, "log": 1, "pow": 2}
+
+
+@dataclass(frozen=True)
+class _Variants:
+    """The vector variants of one scalar callee (libm's name or LLVM's intrinsic)."""
+
+    scalar_type: Any  # llvmlite.ir.FunctionType the call must have
+    attribute: str  # the call-site attribute naming the variants
+    vectors: tuple[tuple[str, Any], ...]  # symbol and function type of each variant
 
 
 @functools.cache
-def _libmvec_usable() -> bool:
-    if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
-        return False
-    import llvmlite.binding as llvm
+def _libmvec_table() -> dict[str, _Variants]:
+    """Scalar callee -> its libmvec variants; empty where libmvec is unusable.
 
-    if llvm.llvm_version_info[0] > MAX_LLVM_FOR_VECTOR_MATH:
-        return False
+    ``b`` variants are SSE4 (2 doubles / 4 floats), ``d`` AVX2 (4 doubles / 8
+    floats, only where the host CPU has AVX2: Numba compiles for the host); a
+    variant this glibc lacks (``_ZGVdN4v_tan`` before 2.35) is left out.
+    """
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+
     try:
         llvm.load_library_permanently("libmvec.so.1")
     except RuntimeError:
-        return False
-    return True
+        return {}
+    features = llvm.get_host_cpu_features()
+    isas = [("b", 2)] + ([("d", 4)] if features.get("avx2", False) else [])
+    table = {}
+    for name, nargs in _LIBMVEC_FUNCTIONS.items():
+        params = "v" * nargs
+        for suffix, fty, bits, per_double in (
+            ("", ir.DoubleType(), "f64", 1),
+            ("f", ir.FloatType(), "f32", 2),
+        ):
+            mappings, vectors = [], []
+            for isa, doubles in isas:
+                width = doubles * per_double
+                vname = f"_ZGV{isa}N{width}{params}_{name}{suffix}"
+                if llvm.address_of_symbol(vname):
+                    vty = ir.VectorType(fty, width)
+                    vectors.append((vname, ir.FunctionType(vty, [vty] * nargs)))
+                    mappings.append((width, vname))
+            for scalar in (name + suffix, f"llvm.{name}.{bits}") if vectors else ():
+                listed = ",".join(
+                    f"_ZGV_LLVM_N{width}{params}_{scalar}({vname})"
+                    for width, vname in mappings
+                )
+                table[scalar] = _Variants(
+                    ir.FunctionType(fty, [fty] * nargs),
+                    f'"vector-function-abi-variant"="{listed}"',
+                    tuple(vectors),
+                )
+    return table
+
+
+def _mark_vector_math(module: Any, declare: bool) -> None:
+    """Mark the libm calls of one ``llvmlite.ir`` module with their libmvec
+    variants (``vector-function-abi-variant``, what LLVM's InjectTLIMappings pass
+    writes from a vector library); with ``declare``, also declare every variant
+    and keep the declarations (``llvm.compiler.used``) until the loop vectoriser
+    has run, including for calls that reach the module by inlining."""
+    from llvmlite import ir
+
+    table = _libmvec_table()
+    if "llvm.compiler.used" in module.globals:  # never emitted by Numba's CPU target
+        return
+    for fn in module.functions:
+        for block in fn.blocks:
+            for instr in block.instructions:
+                if not isinstance(instr, ir.CallInstr):
+                    continue
+                callee = instr.callee
+                variants = table.get(getattr(callee, "name", ""))
+                if (
+                    variants is not None
+                    and isinstance(callee, ir.Function)
+                    and callee.function_type == variants.scalar_type
+                    and variants.attribute not in instr.attributes
+                ):
+                    # CallInstrAttributes admits only a few enum attributes (its
+                    # `add` checks them); the set is written verbatim after the
+                    # arguments, so the string attribute goes in directly.
+                    set.add(instr.attributes, variants.attribute)
+    if not declare:
+        return
+    i8p = ir.IntType(8).as_pointer()
+    refs = []
+    for vname, fnty in {v: t for x in table.values() for v, t in x.vectors}.items():
+        vfn = module.globals.get(vname) or ir.Function(module, fnty, vname)
+        refs.append(vfn.bitcast(i8p))
+    used = ir.GlobalVariable(module, ir.ArrayType(i8p, len(refs)), "llvm.compiler.used")
+    used.linkage = "appending"
+    used.section = "llvm.metadata"
+    used.initializer = ir.Constant(used.value_type, refs)
+
+
+#: While symdiff compiles, for the innermost kernel being compiled: the name of
+#: its code library (Numba names it after the function) if it is a loop kernel
+#: (its modules declare the variants), else None (calls are only marked).
+_MODES: list[str | None] = []
+
+#: The code libraries of the loops ``numba.prange`` outlines (target "parallel").
+_PARFOR_LIBRARY = "__numba_parfor_gufunc"
 
 
 @contextlib.contextmanager
-def vector_math() -> Iterator[None]:
-    """Compile inside this block with LLVM's vector library set to libmvec (if
-    :func:`vector_math_enabled`), holding Numba's compiler lock so that no other
-    thread's compilation sees the setting."""
+def vector_math(loop_kernel: str | None) -> Iterator[None]:
+    """Compile inside this block with libm calls vectorisable with libmvec (if
+    :func:`vector_math_enabled`): the IR modules Numba generates meanwhile are
+    marked (:func:`_mark_vector_math`), holding Numba's compiler lock so that no
+    other thread's compilation is.  The variants are declared only in the
+    modules of ``loop_kernel`` (a function's ``__qualname__``; None for a
+    straight-line kernel) and of the loops it runs in parallel: Numba's own
+    helpers compiled meanwhile are shared with the user's functions, which must
+    not call libmvec.  Blocks nest: a kernel compiled while another one compiles
+    (the scalar kernel inside a vectorize loop) has its own."""
     if not vector_math_enabled():
         yield
         return
-    import llvmlite.binding as llvm
+    from numba.core.codegen import CPUCodeLibrary
     from numba.core.compiler_lock import global_compiler_lock
 
     with global_compiler_lock:
-        llvm.set_option("symdiff", "-vector-library=LIBMVEC-X86")
+        outermost = not _MODES
+        if outermost:
+            add_ir_module = CPUCodeLibrary.__dict__["add_ir_module"]
+
+            def marked(self: Any, ir_module: Any) -> Any:
+                kernel = _MODES[-1]
+                declare = kernel is not None and (
+                    self.name == kernel or self.name.startswith(_PARFOR_LIBRARY)
+                )
+                _mark_vector_math(ir_module, declare)
+                return add_ir_module(self, ir_module)
+
+            CPUCodeLibrary.add_ir_module = marked
+        _MODES.append(loop_kernel)
         try:
             yield
         finally:
-            llvm.set_option("symdiff", "-vector-library=none")
+            _MODES.pop()
+            if outermost:
+                CPUCodeLibrary.add_ir_module = add_ir_module
 
 
 def _ieee(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -204,26 +327,26 @@ def njit(
     ``cache=True`` keeps the machine code on disk beside ``fn``'s module;
     ``parallel=True`` (target ``"parallel"``) runs its ``numba.prange`` loops on
     threads; ``vector_library=False`` (straight-line kernels: there is no loop to
-    vectorise) compiles outside :func:`vector_math`, so that the kernel calls
-    scalar libm alone, as Python's ``math`` module does.
+    vectorise) compiles with the libm calls marked but no vector variant
+    declared (:func:`vector_math`), so that the kernel calls scalar libm alone,
+    as Python's ``math`` module does.
     """
     import numba  # imported here: `import symdiff` must stay light
 
     options = dict(NJIT_OPTIONS, cache=cache, parallel=parallel)
     dispatcher = numba.njit(**options)(fn)
-    if not vector_library:
+    if not vector_math_enabled():  # also loads libmvec before cached machine code
         return dispatcher  # type: ignore[no-any-return]
-    vector_math_enabled()  # libmvec loaded before cached machine code that calls it
-    # Numba's dispatcher compiles a new signature through `_compile_for_args`
-    # (looked up on the instance): every compile of this kernel, whatever the
-    # argument layouts, happens under `vector_math`.
-    compile_for_args = dispatcher._compile_for_args
+    # Every new signature compiles through the dispatcher's `compile` (looked up
+    # on the instance), whether called from Python or from another kernel being
+    # compiled: each compile of this kernel happens under `vector_math`.
+    compile_signature = dispatcher.compile
 
-    def compile_with_vector_math(*args: Any, **kwargs: Any) -> Any:
-        with vector_math():
-            return compile_for_args(*args, **kwargs)
+    def compile_with_vector_math(sig: Any) -> Any:
+        with vector_math(fn.__qualname__ if vector_library else None):
+            return compile_signature(sig)
 
-    dispatcher._compile_for_args = compile_with_vector_math
+    dispatcher.compile = compile_with_vector_math
     return dispatcher  # type: ignore[no-any-return]
 
 
@@ -247,8 +370,12 @@ def compile_kernel(
 
     if cache.enabled():
         options = dict(NJIT_OPTIONS, parallel=True) if parallel else NJIT_OPTIONS
-        if loops and vector_math_enabled():
+        if loops and vector_math_enabled():  # its machine code calls libmvec
             options = dict(options, vector_math="libmvec")
+        elif not loops and vector_math_requested():
+            # its calls are marked for the vectorize loops that inline it (the
+            # check imports nothing: a warm start must not import Numba)
+            options = dict(options, vector_math="marked")
         try:
             path = cache.cached_module_path(source, name, options)
         except OSError:

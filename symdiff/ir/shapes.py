@@ -22,16 +22,20 @@ from dataclasses import dataclass
 from typing import Any
 
 # An atom: ("shape", param_index, axis) | ("value", param_index) | ("cdiv", Dim, k)
-# | ("div", Dim, Dim) | ("node", Node): a run-time integer (a loop's trip count)
+# | ("div", Dim, Dim) | ("mod", Dim, Dim): Python's ``%`` (a negative index wrapped)
+# | ("node", Node): a run-time integer (a loop's trip count)
 Atom = tuple[Any, ...]
 Monomial = tuple[Atom, ...]
+
+
+_DIVISIONS = {"cdiv": 2, "div": 3, "mod": 5}
 
 
 def _atom_key(atom: Atom) -> tuple[Any, ...]:
     if atom[0] == "node":  # a run-time count (a loop's tape rows)
         return (4, "")
-    if atom[0] in ("cdiv", "div"):
-        return (2 if atom[0] == "cdiv" else 3, repr(atom[1]), repr(atom[2]))
+    if atom[0] in _DIVISIONS:
+        return (_DIVISIONS[atom[0]], repr(atom[1]), repr(atom[2]))
     return (0 if atom[0] == "shape" else 1, *atom[1:])
 
 
@@ -132,6 +136,22 @@ def floordiv(a: Length, b: Length) -> Length:
     return atom("div", a, b)
 
 
+def mod(a: Length, b: Length) -> Length:
+    """``a % b`` as Python computes it (for ``-b <= a < b``: ``a`` wrapped into
+    ``0 .. b - 1``, as a negative index is)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    return atom("mod", a, b)
+
+
+def nonnegative(d: Length) -> bool:
+    """Whether ``d`` cannot be negative: every term positive, over axis lengths
+    and run-time counts only (an integer argument may be negative)."""
+    if isinstance(d, int):
+        return d >= 0
+    return all(c > 0 and all(a[0] in ("shape", "node") for a in m) for m, c in d.terms)
+
+
 def product(dims: Sequence[Length]) -> Length:
     result: Length = 1
     for d in dims:
@@ -159,8 +179,9 @@ def format_dim(d: Length, names: Callable[[int], str] | None = None) -> str:
         if a[0] in ("value", "node"):
             return name(a[1])
         inner = paren(format_dim(a[1], names))
-        if a[0] == "div":
-            return f"{inner} // {paren(format_dim(a[2], names))}"
+        if a[0] in ("div", "mod"):
+            op = "//" if a[0] == "div" else "%"
+            return f"{inner} {op} {paren(format_dim(a[2], names))}"
         return f"-(-{inner} // {a[2]})"
 
     out = ""
