@@ -606,6 +606,28 @@ def test_shape_error_names_the_users_line(name, shapes, snippet, target):
     assert re.search(location, message), f"no {location!r} in:\n{message}"
 
 
+def largest(x):
+    return np.max(x) * 1.0
+
+
+def row_minima(X):
+    return np.sum(np.min(X**2 + 1.0, axis=1))
+
+
+@pytest.mark.parametrize("target", ["python", "cpu", "parallel"])
+def test_max_and_min_of_an_array_with_nan_are_nan_as_in_numpy(target):
+    """Wherever the NaN is (first, inside, last), as ``np.max`` says."""
+    n = np.nan
+    for x in ([1.0, n, 2.0], [n, 1.0, 2.0], [1.0, 2.0, n], [3.0, 1.0, 2.0]):
+        x = np.array(x)
+        got = symdiff.jit(largest, target=target)(x)
+        np.testing.assert_array_equal(got, largest(x))
+    X = np.array([[1.0, n, 2.0], [3.0, 0.5, 1.0]])
+    for data in (X, np.nan_to_num(X)):
+        got = symdiff.jit(row_minima, target=target)(data)
+        np.testing.assert_array_equal(got, row_minima(data))
+
+
 if __name__ == "__main__":  # the coverage table of the corpus
     for op, names in coverage(CASES, REQUIRED_OPS, corpus).items():
         print(f"{op:32} {len(names):3}  {', '.join(names[:4])}")

@@ -23,6 +23,7 @@ Every walk is over the node list, never recursive over the graph.
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -1197,6 +1198,13 @@ class ArrayKernel:
                     acc = f"{acc}[{', '.join(kept)}]"
                 elif device:
                     acc = f"{acc}[0]"  # one thread (no atomic): a 1-element array
+                if m.op in _EXTREME and m.dtype == "float64":
+                    if not _SIMPLE.match(value):  # read once, compared twice
+                        name = self.namer.fresh("v")
+                        lines.append(f"{name} = {value}")
+                        value = name
+                    lines += _EXTREME[m.op].format(acc=acc, v=value).split("\n")
+                    continue
                 table = _BOOL_ACCUMULATE if m.dtype == "bool" else _ACCUMULATE
                 lines.append(table[m.op].format(acc=acc, v=value))
                 continue
@@ -1465,6 +1473,15 @@ _ACCUMULATE = {
     "amax": "{acc} = max({acc}, {v})",
     "amin": "{acc} = min({acc}, {v})",
 }
+#: Float maxima and minima as NumPy's: a NaN anywhere makes the result NaN (``max``
+#: would keep the accumulator when the new value is NaN).  Ties keep the first
+#: value.
+_EXTREME = {
+    "amax": "if {v} > {acc} or {v} != {v}:\n    {acc} = {v}",
+    "amin": "if {v} < {acc} or {v} != {v}:\n    {acc} = {v}",
+}
+#: An accumulated value that may be written twice: a name or an array element.
+_SIMPLE = re.compile(r"[A-Za-z_]\w*(\[[^\[\]]*\])?$")
 #: On bools ``max`` is ``or`` and ``min`` is ``and`` (Numba types no max of bools).
 _BOOL_ACCUMULATE = {
     **_ACCUMULATE,
