@@ -37,6 +37,33 @@ def vector_calls(dispatcher) -> set[str]:
     return set(re.findall(r"call [^@\n]*@(_ZGV\w+)\(", ir))
 
 
+MODEL = """
+import math
+
+def z(u):
+    return math.exp(math.sin(u**2) * math.log(u**2))
+"""
+
+
+def run_fresh(tmp_path, program: str, **env_vars: str) -> str:
+    """Run ``program`` in a new Python process that imports ``model`` (``z``) from
+    ``tmp_path`` and this checkout's symdiff; its standard output."""
+    (tmp_path / "model.py").write_text(MODEL)
+    env = dict(os.environ, **env_vars)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(tmp_path), os.path.dirname(os.path.dirname(__file__))]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 def each(x):
     return math.exp(x), math.log(abs(x) + 1e-3), math.sin(x), math.cos(x), math.tanh(x)
 
@@ -94,18 +121,7 @@ def test_simd_results_are_within_a_few_ulp_of_scalar_libm():
 
 
 def test_turned_off_the_loops_give_the_scalar_kernels_bits(tmp_path):
-    (tmp_path / "model.py").write_text(
-        textwrap.dedent(
-            """
-            import math
-
-            def z(u):
-                return math.exp(math.sin(u**2) * math.log(u**2))
-            """
-        )
-    )
-    program = textwrap.dedent(
-        """
+    program = """
         import re
         import numpy as np
         import symdiff, model
@@ -118,29 +134,14 @@ def test_turned_off_the_loops_give_the_scalar_kernels_bits(tmp_path):
         assert not re.search("_ZGV", loop.inspect_llvm(loop.signatures[0]))
         print("same bits")
         """
-    )
-    env = dict(os.environ, SYMDIFF_VECTOR_MATH="0", PYTHONPATH=str(tmp_path))
-    env["PYTHONPATH"] += os.pathsep + os.path.dirname(os.path.dirname(__file__))
-    proc = subprocess.run(
-        [sys.executable, "-c", program],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "same bits" in proc.stdout
+    assert "same bits" in run_fresh(tmp_path, program, SYMDIFF_VECTOR_MATH="0")
 
 
 @needs_libmvec
 def test_a_scalar_kernel_from_the_disk_cache_still_vectorises_in_a_loop(tmp_path):
     """The vectorize loop inlines the scalar kernel: its calls carry their libmvec
     variants in the cached code too (a fresh process, the kernel loaded from disk)."""
-    (tmp_path / "model.py").write_text(
-        "import math\n\ndef z(u):\n    return math.exp(math.sin(u**2) * math.log(u**2))\n"
-    )
-    program = textwrap.dedent(
-        r"""
+    program = r"""
         import re
         import numpy as np
         import symdiff, model
@@ -152,18 +153,7 @@ def test_a_scalar_kernel_from_the_disk_cache_still_vectorises_in_a_loop(tmp_path
         ir = loop.inspect_llvm(loop.signatures[0])
         print(sorted(set(re.findall(r"call [^@\n]*@_ZGV\w+_(\w+)\(", ir))))
         """
-    )
-    env = dict(os.environ, SYMDIFF_CACHE_DIR=str(tmp_path / "cache"))
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(tmp_path), os.path.dirname(os.path.dirname(__file__))]
-    )
+    cache = str(tmp_path / "cache")
     for _ in range(2):  # compiled and cached, then loaded from the cache
-        proc = subprocess.run(
-            [sys.executable, "-c", program],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert proc.stdout.strip() == "['cos', 'exp', 'log', 'sin']", proc.stdout
+        out = run_fresh(tmp_path, program, SYMDIFF_CACHE_DIR=cache)
+        assert out.strip() == "['cos', 'exp', 'log', 'sin']", out
