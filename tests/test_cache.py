@@ -10,8 +10,7 @@ import textwrap
 import pytest
 
 from symdiff import cache
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import fresh_process
 
 PROGRAM = """
 import json, sys, time
@@ -43,15 +42,9 @@ def inner(y, v):
 
 @pytest.fixture
 def project(tmp_path):
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "model.py").write_text(MODEL)
-    (work / "helper.py").write_text(HELPER)
-    (work / "run.py").write_text(PROGRAM.format(work=str(work)))
-    env = dict(
-        os.environ,
-        SYMDIFF_CACHE_DIR=str(tmp_path / "cache"),
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    program = PROGRAM.format(work=str(tmp_path / "work"))
+    work, env = fresh_process.project(
+        tmp_path, {"model.py": MODEL, "helper.py": HELPER, "run.py": program}
     )
     return work, env, tmp_path / "cache"
 
@@ -158,7 +151,7 @@ def test_import_does_not_load_numba_or_sympy():
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env=dict(os.environ, PYTHONPATH=ROOT),
+        env=dict(os.environ, PYTHONPATH=fresh_process.ROOT),
         timeout=60,
     )
     assert out.stdout.strip() == "[]", out.stderr

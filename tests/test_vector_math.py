@@ -8,7 +8,6 @@ user's own Numba functions are not affected, and SYMDIFF_VECTOR_MATH=0 turns it 
 from __future__ import annotations
 
 import math
-import os
 import re
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 import symdiff
 from symdiff.backend.jit import vector_math_enabled
+from tests import fresh_process
 
 needs_libmvec = pytest.mark.skipif(
     not vector_math_enabled(),
@@ -46,16 +46,12 @@ def z(u):
 
 
 def run_fresh(tmp_path, program: str, **env_vars: str) -> str:
-    """Run ``program`` in a new Python process that imports ``model`` (``z``) from
-    ``tmp_path`` and this checkout's symdiff; its standard output."""
-    (tmp_path / "model.py").write_text(MODEL)
-    env = dict(os.environ, **env_vars)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(tmp_path), os.path.dirname(os.path.dirname(__file__))]
-    )
+    """Run ``program`` in a new Python process that can import ``model`` (``z``)
+    and this checkout's symdiff, with its own kernel cache; its standard output."""
+    _, env = fresh_process.project(tmp_path, {"model.py": MODEL})
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(program)],
-        env=env,
+        env=dict(env, **env_vars),
         capture_output=True,
         text=True,
         timeout=300,
@@ -153,7 +149,6 @@ def test_a_scalar_kernel_from_the_disk_cache_still_vectorises_in_a_loop(tmp_path
         ir = loop.inspect_llvm(loop.signatures[0])
         print(sorted(set(re.findall(r"call [^@\n]*@_ZGV\w+_(\w+)\(", ir))))
         """
-    cache = str(tmp_path / "cache")
     for _ in range(2):  # compiled and cached, then loaded from the cache
-        out = run_fresh(tmp_path, program, SYMDIFF_CACHE_DIR=cache)
+        out = run_fresh(tmp_path, program)
         assert out.strip() == "['cos', 'exp', 'log', 'sin']", out

@@ -33,9 +33,8 @@ from symdiff.backend.exact import (
 )
 from symdiff.backend.exact import floor as exact_floor
 from symdiff.kernel import _output_types
+from tests import fresh_process
 from tests.corpus import CORPUS
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MODEL = """
 import math
@@ -113,19 +112,9 @@ print(json.dumps(report))
 
 @pytest.fixture
 def project(tmp_path):
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "model.py").write_text(MODEL)
-    (work / "helper.py").write_text(HELPER)
-    (work / "run.py").write_text(PROGRAM)
-    env = dict(
-        os.environ,
-        SYMDIFF_CACHE_DIR=str(tmp_path / "cache"),
-        PYTHONPATH=os.pathsep.join([ROOT, str(work)]),
+    return fresh_process.project(
+        tmp_path, {"model.py": MODEL, "helper.py": HELPER, "run.py": PROGRAM}
     )
-    env.pop("SYMDIFF_CACHE", None)
-    env.pop("SYMDIFF_WARM_START", None)
-    return work, env
 
 
 def run(project, scenario="first", **environ):
