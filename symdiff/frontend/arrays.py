@@ -787,11 +787,7 @@ def _position(item: Node, n: Length, axis: int) -> Length:
     if isinstance(i, int) and i < 0:
         S.require_less(-1, S.add(n, i), what)  # checked when the kernel runs
         return S.add(n, i)
-    if (
-        not isinstance(i, int)
-        and any(a[0] == "value" for m, _ in i.terms for a in m)
-        and not S.nonnegative(i)
-    ):
+    if not isinstance(i, int) and any(a[0] == "value" for m, _ in i.terms for a in m):
         # from an integer argument (``x[j]``, ``x[-k]``): negative counts from the
         # end, as in NumPy
         S.require_less(-1, S.add(n, i), what)

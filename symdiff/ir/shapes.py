@@ -144,14 +144,6 @@ def mod(a: Length, b: Length) -> Length:
     return atom("mod", a, b)
 
 
-def nonnegative(d: Length) -> bool:
-    """Whether ``d`` cannot be negative: every term positive, over axis lengths
-    and run-time counts only (an integer argument may be negative)."""
-    if isinstance(d, int):
-        return d >= 0
-    return all(c > 0 and all(a[0] in ("shape", "node") for a in m) for m, c in d.terms)
-
-
 def product(dims: Sequence[Length]) -> Length:
     result: Length = 1
     for d in dims:
