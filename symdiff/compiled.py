@@ -780,5 +780,9 @@ _INT_OPS: dict[str, Callable[..., int]] = {
     "mod": lambda a, b: a % b,
     "max": max,
     "min": min,
+    "maximum": max,
+    "minimum": min,
+    "fmax": max,
+    "fmin": min,
     "neg": lambda a: -a,
 }

@@ -126,8 +126,9 @@ def build_kernel(
     t2 = time.perf_counter()
     base = traced.name if traced.name.isidentifier() else "f"
     name = base if spec.kind == "jit" else f"{base}_{spec.kind}"
-    if device and name in MODULE_NAMES:
-        name += "_host"  # the CUDA module's globals keep their names
+    if name in MODULE_NAMES | {"numba"}:
+        # the modules' globals (``math``, ``np``, ``numba``, CUDA's) keep their names
+        name += "_host" if device else f"_{spec.kind}"
     sections: dict[int, str] = {}
     if plan.primal:
         forward = set(topological(plan.primal))

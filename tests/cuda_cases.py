@@ -76,6 +76,12 @@ def kinks(x, y):
     return abs(x) * y + np.floor(x) * np.ceil(y) + math.copysign(x, y)
 
 
+def extremes(x, y):
+    # np.maximum/np.minimum pass a NaN on, np.fmax/np.fmin drop it: NumPy calls
+    # that become inner helpers on CUDA
+    return np.maximum(x, y), np.minimum(x, y), np.fmax(x, y), np.fmin(x, y)
+
+
 def names(x, abs, range, cuda):
     # parameters named like builtins and the CUDA module
     return math.fabs(x) * abs + range * cuda if x > 0 else x * range
@@ -90,6 +96,8 @@ RNG = np.random.default_rng(11)
 XS = RNG.uniform(-3.0, 3.0, 37)
 YS = RNG.uniform(-2.0, 2.0, 37)
 POS = RNG.uniform(0.2, 2.5, 37)
+XS_NAN = np.where(np.arange(37) % 3 == 0, np.nan, XS)
+YS_NAN = np.where(np.arange(37) % 4 == 0, np.nan, YS)
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,9 @@ CASES = _named(
     jacobian=_call(
         lambda t: symdiff.jacobian(polar, argnums=(0, 1), target=t), 1.5, 0.3
     ),
-    hessian=_call(lambda t: symdiff.hessian(smooth, argnums=(0, 1), target=t), 1.3, 0.4),
+    hessian=_call(
+        lambda t: symdiff.hessian(smooth, argnums=(0, 1), target=t), 1.3, 0.4
+    ),
     bool_output=_call(lambda t: symdiff.jit(sign_and_size, target=t), 1.0, 2.0),
     jvp=_functional(
         "jvp", polar, lambda t: symdiff.jvp(polar, (1.5, 0.3), (1.0, 0.5), target=t)
@@ -180,6 +190,10 @@ CASES = _named(
     grad_numpy_helpers=_call(
         lambda t: symdiff.grad(kinks, argnums=(0, 1), target=t), -1.5, 0.5
     ),
+    vec_jit_nan_extremes=_vec(lambda t: symdiff.jit(extremes), XS_NAN, YS_NAN),
+    vec_jacobian_extremes=_vec(
+        lambda t: symdiff.jacobian(extremes, argnums=(0, 1)), XS, YS
+    ),
     vec_grad_parameter_names=_vec(
         lambda t: symdiff.grad(names, argnums=(0, 1, 2, 3)), XS, YS, POS, 2.0
     ),
@@ -198,7 +212,9 @@ def record_launches() -> Callable[[], None]:
 
     run = CudaLoop.run
 
-    def recording(self: CudaLoop, size: int, arrays: list[Any], out_dtypes: list[Any]) -> list[Any]:
+    def recording(
+        self: CudaLoop, size: int, arrays: list[Any], out_dtypes: list[Any]
+    ) -> list[Any]:
         types = [np.dtype(a.dtype) for a in arrays] + [np.dtype(t) for t in out_dtypes]
         LAUNCHED.add((self.name, self.source, signature(types)))
         return run(self, size, arrays, out_dtypes)
@@ -250,7 +266,9 @@ def compile_programs_to_ptx(
     return out
 
 
-def compiled_in_subprocess(mode: str, kernels: list[dict[str, str]], folder: Path) -> None:
+def compiled_in_subprocess(
+    mode: str, kernels: list[dict[str, str]], folder: Path
+) -> None:
     """Compile ``kernels`` to PTX in a process without the simulator (``mode``:
     ``--ptx`` for vectorize's kernels, ``--program-ptx`` for array programs'), and
     check that each gave PTX for an ``sm_`` target."""

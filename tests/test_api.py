@@ -10,7 +10,7 @@ import pytest
 import sympy
 
 import symdiff
-from tests import helpers_mod
+from tests import helpers_mod, module_names
 
 OFFSET = 0.25
 
@@ -150,6 +150,32 @@ def make_closure(k):
         return k * math.sin(x)
 
     return f
+
+
+@pytest.mark.parametrize("target", ["python", "cpu", "parallel"])
+def test_functions_named_like_the_generated_modules_globals(target):
+    """A kernel is never named ``math``, ``np`` or ``numba``: its module
+    imports those names."""
+    x = 0.7
+    assert symdiff.jit(module_names.math, target=target)(x) == pytest.approx(
+        2.0 * math.sin(x), rel=1e-15
+    )
+    assert symdiff.grad(module_names.math, target=target)(x) == pytest.approx(
+        2.0 * math.cos(x), rel=1e-15
+    )
+    assert symdiff.value_and_grad(module_names.np, target=target)(x) == pytest.approx(
+        (math.exp(x) * x, math.exp(x) * (1.0 + x)), rel=1e-15
+    )
+    v = np.array([0.1, 0.2, 0.3])
+    assert symdiff.jit(module_names.numba, target=target)(v) == pytest.approx(
+        np.sum(np.sin(2.0 * v)), rel=1e-15
+    )
+    np.testing.assert_allclose(
+        symdiff.grad(module_names.numba, target=target)(v),
+        2.0 * np.cos(2.0 * v),
+        rtol=1e-15,
+    )
+    assert "def math_jit(x):" in symdiff.jit(module_names.math).source
 
 
 def test_closures_resolve_their_cells():

@@ -628,6 +628,47 @@ def test_max_and_min_of_an_array_with_nan_are_nan_as_in_numpy(target):
         np.testing.assert_array_equal(got, row_minima(data))
 
 
+def relu_total(x):
+    return np.sum(np.maximum(x, 0.0) + np.minimum(x, 0.5))
+
+
+def extremes(x, y):
+    return np.maximum(x, y), np.minimum(x, y), np.fmax(x, y), np.fmin(x, y), max(x, y)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu", "parallel"])
+def test_elementwise_extremes_treat_nan_as_numpy_does(target):
+    """``np.maximum``/``np.minimum`` pass a NaN on (a ReLU must not hide one),
+    ``np.fmax``/``np.fmin`` drop it, builtin ``max`` keeps its first operand
+    unless the second is larger: as NumPy and Python do, on arrays and numbers."""
+    n = np.nan
+    x = np.array([1.0, n, -2.0, n, 0.25])
+    y = np.array([0.5, 3.0, n, n, 0.25])
+    got = symdiff.jit(relu_total, target=target)(x)
+    assert np.isnan(got)
+    clean = np.nan_to_num(x)
+    np.testing.assert_allclose(
+        symdiff.jit(relu_total, target=target)(clean), relu_total(clean)
+    )
+    run = symdiff.jit(extremes, target=target)
+    for a, b in zip(x, y):
+        a, b = float(a), float(b)
+        np.testing.assert_array_equal(run(a, b), extremes(a, b))
+    grad = symdiff.grad(mixed_extremes, argnums=(0, 1), target=target)
+    assert grad(2.0, 1.0) == (3.0, -3.0)
+    assert grad(1.0, 2.0) == (-3.0, 3.0)
+
+
+def mixed_extremes(a, b):
+    # each operand's share goes to the larger (smaller) one
+    return (
+        np.fmax(a, b)
+        + 2.0 * np.maximum(a, b)
+        - 3.0 * np.fmin(a, b)
+        + np.minimum(a, b) * 0.0
+    )
+
+
 if __name__ == "__main__":  # the coverage table of the corpus
     for op, names in coverage(CASES, REQUIRED_OPS, corpus).items():
         print(f"{op:32} {len(names):3}  {', '.join(names[:4])}")

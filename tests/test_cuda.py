@@ -207,6 +207,26 @@ def total(x):
     return np.sum(x * x)
 
 
+def rounded(x, y):
+    return np.floor(x) + np.ceil(y), np.sign(x), np.maximum(x, y), np.fmin(x, y)
+
+
+def test_numpy_helpers_keep_numpys_special_values():
+    """The CUDA helpers give NumPy's values (NaN and infinities as NumPy says),
+    and the CPU kernel's bit for bit: zeros keep their sign (``np.ceil(-0.5)``
+    is ``-0.0``; at a tie of zeros ``np.maximum`` takes its first operand, as
+    Numba does, where NumPy's own choice depends on its SIMD loop)."""
+    specials = [-0.5, -0.0, 0.0, 0.5, -1.5, 2.5, math.inf, -math.inf, math.nan, 1e300]
+    x, y = (a.ravel() for a in np.meshgrid(specials, specials))
+    got = symdiff.vectorize(symdiff.jit(rounded), target="cuda")(x, y)
+    cpu = symdiff.vectorize(symdiff.jit(rounded), target="cpu")(x, y)
+    for g, c, w in zip(got, cpu, rounded(x, y)):
+        g = np.asarray(g)
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(c, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(c))
+
+
 def test_a_numpy_call_cuda_cannot_compile_is_reported(monkeypatch):
     # every NumPy template has a CUDA helper; one without would be reported
     from symdiff.backend import printer

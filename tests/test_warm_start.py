@@ -29,6 +29,10 @@ from symdiff.backend.exact import (
     int_power,
     maximum,
     minimum,
+    np_fmax,
+    np_fmin,
+    np_maximum,
+    np_minimum,
     sign,
 )
 from symdiff.backend.exact import floor as exact_floor
@@ -336,12 +340,16 @@ def test_integer_powers_are_numbas_products():
             assert same(got, kernel(x)), (x, n)
 
 
-def test_min_max_sign_floor_ceil_are_numbas():
+def test_extremes_sign_floor_ceil_are_numbas():
     values = [0.0, -0.0, 0.3, -0.3, 1.5, -1.5, 2.0, -2.0, math.inf, -math.inf, math.nan]
     values += [4503599627370497.0, -4503599627370497.5]
     pairs = [
         (minimum, _numba_of("min(x, y)", "x", "y")),
         (maximum, _numba_of("max(x, y)", "x", "y")),
+        (np_maximum, _numba_of("np.maximum(x, y)", "x", "y")),
+        (np_minimum, _numba_of("np.minimum(x, y)", "x", "y")),
+        (np_fmax, _numba_of("np.fmax(x, y)", "x", "y")),
+        (np_fmin, _numba_of("np.fmin(x, y)", "x", "y")),
     ]
     for x in values:
         for y in values:

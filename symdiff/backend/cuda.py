@@ -116,7 +116,7 @@ def inner_function(
     text = "\n".join(body)
     taken |= {line.split()[-1] for line in imports}
     text, helpers, left = numpy_helpers(text, taken)
-    if helpers and "math" not in taken:
+    if any("math." in line for line in helpers) and "import math" not in imports:
         imports.append("import math")
         taken.add("math")
     if left:

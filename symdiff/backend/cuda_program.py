@@ -182,7 +182,7 @@ class DeviceProgram:
         taken = set(self.namer.taken)
         text, defs, left = numpy_helpers(text, taken)
         helpers = [f"    {line}" for line in defs if line]
-        self.math = self.math or bool(defs)
+        self.math = self.math or any("math." in line for line in defs)
         if left:
             raise ArgumentError(
                 f"cannot run on CUDA: the kernel {name} ({where}) calls "
@@ -217,7 +217,7 @@ def numpy_helpers(text: str, taken: set[str]) -> tuple[str, list[str], list[str]
     still called (to report)."""
     helpers: list[str] = []
     used = set(re.findall(r"[A-Za-z_]\w*", text))
-    for op, body in CUDA_HELPERS.items():
+    for op, (params, body) in CUDA_HELPERS.items():
         call = TEMPLATES[op][0].split("{")[0]  # "np.sign("
         if call not in text:
             continue
@@ -226,7 +226,7 @@ def numpy_helpers(text: str, taken: set[str]) -> tuple[str, list[str], list[str]
             name += "_"
         taken.add(name)
         text = text.replace(call, f"{name}(")
-        helpers += [f"def {name}(x):  # {call[:-1]}", f"    {body}", ""]
+        helpers += [f"def {name}({params}):  # {call[:-1]}", f"    {body}", ""]
     left = sorted(set(re.findall(r"\bnp\.([A-Za-z_]\w*)", text)))
     return text, helpers, left
 

@@ -12,8 +12,8 @@ the two differ, the source is rewritten to Numba's semantics or refused:
   exponent: refused (LLVM turns ``pow(x, 2.0)`` into ``x * x``, ``pow(2.0, x)``
   into ``exp2(x)``).
 * ``min``/``max``: Numba converts both operands to their common type first;
-  ``np.sign``/``np.floor``/``np.ceil``: replaced by their Numba definitions with
-  Python floats.
+  ``np.sign``/``np.floor``/``np.ceil`` and ``np.maximum``/``np.minimum``/
+  ``np.fmax``/``np.fmin``: replaced by their Numba definitions with Python floats.
 * Integer literals stay integers: where one meets a float, Python converts it to
   float64 as Numba does (``select`` arms and ``min``/``max`` operands are made
   floats explicitly).  Arithmetic between literals alone (Numba's int64 wraps
@@ -128,6 +128,38 @@ def maximum(a: Any, b: Any) -> float:
     return y if y > x else x
 
 
+def np_maximum(a: Any, b: Any) -> float:
+    """Numba's ``np.maximum(a, b)`` of floats: a NaN operand is the result."""
+    x, y = _common_float(a, b)
+    if x != x or y != y:
+        return x if x != x else y
+    return x if x >= y else y
+
+
+def np_minimum(a: Any, b: Any) -> float:
+    """Numba's ``np.minimum(a, b)`` of floats: a NaN operand is the result."""
+    x, y = _common_float(a, b)
+    if x != x or y != y:
+        return x if x != x else y
+    return x if x <= y else y
+
+
+def np_fmax(a: Any, b: Any) -> float:
+    """Numba's ``np.fmax(a, b)`` of floats: a NaN operand is ignored."""
+    x, y = _common_float(a, b)
+    if x != x or y != y:
+        return y if x != x else x
+    return x if x >= y else y
+
+
+def np_fmin(a: Any, b: Any) -> float:
+    """Numba's ``np.fmin(a, b)`` of floats: a NaN operand is ignored."""
+    x, y = _common_float(a, b)
+    if x != x or y != y:
+        return y if x != x else x
+    return x if x <= y else y
+
+
 def sign(x: float) -> float:
     """Numba's ``np.sign`` of a float: 1, -1, or ``x`` itself (zeros, NaN)."""
     return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else float(x))
@@ -142,7 +174,15 @@ def ceil(x: float) -> float:
 
 
 _REPLACED_CALLS = {"min": "minimum", "max": "maximum"}
-_NUMPY_CALLS = {"sign": "sign", "floor": "floor", "ceil": "ceil"}
+_NUMPY_CALLS = {
+    "sign": "sign",
+    "floor": "floor",
+    "ceil": "ceil",
+    "maximum": "np_maximum",
+    "minimum": "np_minimum",
+    "fmax": "np_fmax",
+    "fmin": "np_fmin",
+}
 _BUILTIN_CALLS = frozenset({"abs", "float"})
 _MODULES = {"math": None, "numpy": "np"}
 
@@ -244,6 +284,10 @@ _HELPERS: dict[str, Callable[..., Any]] = {
     _PREFIX + "sign": sign,
     _PREFIX + "floor": floor,
     _PREFIX + "ceil": ceil,
+    _PREFIX + "np_maximum": np_maximum,
+    _PREFIX + "np_minimum": np_minimum,
+    _PREFIX + "np_fmax": np_fmax,
+    _PREFIX + "np_fmin": np_fmin,
 }
 
 

@@ -640,7 +640,7 @@ class ArrayKernel:
         name: str,
         returns: Any,
         header: Sequence[str],
-        sections: Mapping[str, str],
+        sections: Mapping[int, str],
     ) -> str:
         printer = Printer()
         env = self._scalar_env()

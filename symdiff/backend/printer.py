@@ -41,6 +41,10 @@ TEMPLATES: dict[str, tuple[str, int, int, int]] = {
     "ceil":     ("np.ceil({0})",       P_ATOM,  0,        0),
     "max":      ("max({0}, {1})",      P_ATOM,  0,        0),
     "min":      ("min({0}, {1})",      P_ATOM,  0,        0),
+    "maximum":  ("np.maximum({0}, {1})", P_ATOM, 0,       0),
+    "minimum":  ("np.minimum({0}, {1})", P_ATOM, 0,       0),
+    "fmax":     ("np.fmax({0}, {1})",  P_ATOM,  0,        0),
+    "fmin":     ("np.fmin({0}, {1})",  P_ATOM,  0,        0),
     "copysign": ("math.copysign({0}, {1})", P_ATOM, 0,    0),
     "exp":      ("math.exp({0})",      P_ATOM,  0,        0),
     "expm1":    ("math.expm1({0})",    P_ATOM,  0,        0),
@@ -86,11 +90,24 @@ _MODULES = {"math.": "import math", "np.": "import numpy as np"}
 #: The ops whose template calls NumPy, which numba-cuda cannot compile: in a CUDA
 #: kernel (symdiff.backend.cuda) each call of ``TEMPLATES[op]``'s function becomes
 #: a call of an inner helper with NumPy's semantics (float results; NaN and
-#: infinities passed through).  op -> the helper's body, of its argument ``x``.
-CUDA_HELPERS: dict[str, str] = {
-    "sign": "return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x + 0.0)",
-    "floor": "return x if not abs(x) < 4503599627370496.0 else float(math.floor(x))",
-    "ceil": "return x if not abs(x) < 4503599627370496.0 else float(math.ceil(x))",
+#: infinities passed through; a zero result has the operand's sign, as
+#: ``np.ceil(-0.5)`` is ``-0.0``).  op -> the helper's parameters and body.
+CUDA_HELPERS: dict[str, tuple[str, str]] = {
+    "sign": ("x", "return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x)"),
+    "floor": (
+        "x",
+        "return x if not abs(x) < 4503599627370496.0 "
+        "else math.copysign(float(math.floor(x)), x)",
+    ),
+    "ceil": (
+        "x",
+        "return x if not abs(x) < 4503599627370496.0 "
+        "else math.copysign(float(math.ceil(x)), x)",
+    ),
+    "maximum": ("a, b", "return a if a != a or a >= b else b"),
+    "minimum": ("a, b", "return a if a != a or a <= b else b"),
+    "fmax": ("a, b", "return a if b != b or a >= b else b"),
+    "fmin": ("a, b", "return a if b != b or a <= b else b"),
 }
 
 

@@ -78,8 +78,10 @@ _BINARY_OPS = {
     "hypot": ("hypot",),
     "copysign": ("copysign",),
     "pow": ("pow", "power"),
-    "max": ("maximum", "fmax"),
-    "min": ("minimum", "fmin"),
+    "maximum": ("maximum",),
+    "minimum": ("minimum",),
+    "fmax": ("fmax",),
+    "fmin": ("fmin",),
 }
 
 

@@ -72,6 +72,42 @@ def _sign(a: Any) -> Any:
     return np.sign(np.float64(a))
 
 
+def _maximum(a: Any, b: Any) -> Any:
+    """``np.maximum``: a NaN operand is the result."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    """``np.minimum``: a NaN operand is the result."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+
+def _fmax(a: Any, b: Any) -> Any:
+    """``np.fmax``: a NaN operand is ignored (both NaN: NaN)."""
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a >= b else b
+
+
+def _fmin(a: Any, b: Any) -> Any:
+    """``np.fmin``: a NaN operand is ignored (both NaN: NaN)."""
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a <= b else b
+
+
 def _erf(a: Any) -> float:
     return math.erf(a) if not math.isnan(a) else math.nan
 
@@ -122,6 +158,11 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("ceil",     1, ARITH,          FLOAT,     lambda a: np.ceil(_F(a))),
     ("max",      2, ARITH,          PROMOTE,   lambda a, b: b if b > a else a),
     ("min",      2, ARITH,          PROMOTE,   lambda a, b: b if b < a else a),
+    # NumPy's element-wise forms: NaN-propagating (maximum) and NaN-ignoring (fmax)
+    ("maximum",  2, ARITH,          PROMOTE,   _maximum),
+    ("minimum",  2, ARITH,          PROMOTE,   _minimum),
+    ("fmax",     2, ARITH,          PROMOTE,   _fmax),
+    ("fmin",     2, ARITH,          PROMOTE,   _fmin),
     ("copysign", 2, ARITH,          FLOAT,     lambda a, b: np.copysign(_F(a), _F(b))),
     ("exp",      1, TRANSCENDENTAL, FLOAT,     lambda a: np.exp(_F(a))),
     ("expm1",    1, TRANSCENDENTAL, FLOAT,     lambda a: np.expm1(_F(a))),
