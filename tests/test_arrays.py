@@ -628,6 +628,47 @@ def test_max_and_min_of_an_array_with_nan_are_nan_as_in_numpy(target):
         np.testing.assert_array_equal(got, row_minima(data))
 
 
+def second_differences(x):
+    return np.sum((x[2:] - 2.0 * x[1:-1] + x[:-2]) ** 2) + np.sum(x * x)
+
+
+def shifted_products(x, y):
+    # adjoints at offsets 0..3 of x, 0..1 of y, with same-shape terms beside them
+    return (
+        np.sum(np.sin(x[3:]) * x[:-3]) + np.sum(x[1:] * y[:-1]) + np.sum(np.exp(x) * y)
+    )
+
+
+@pytest.mark.parametrize("target", ["python", "cpu", "parallel"])
+def test_sums_of_shifted_slices_carry_their_terms_ahead(target):
+    """The adjoint of ``x[1:]`` and ``x[:-1]`` in one loop adds each element
+    once and carries the next one's term in a variable (no dependence through
+    memory from one iteration to the next); every length, empty ones too."""
+    rng = np.random.default_rng(5)
+    second = symdiff.grad(second_differences, target=target)
+    shifted = symdiff.grad(shifted_products, argnums=(0, 1), target=target)
+    for n in (3, 4, 5, 6, 17):  # x[3:] is empty at n = 3
+        x, y = rng.normal(size=n), rng.normal(size=n)
+        got = second(x)
+        want = autograd.grad(
+            lambda v: anp.sum((v[2:] - 2.0 * v[1:-1] + v[:-2]) ** 2) + anp.sum(v * v)
+        )(x)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+        got = shifted(x, y)
+        want = autograd.grad(
+            lambda v, w: (
+                anp.sum(anp.sin(v[3:]) * v[:-3])
+                + anp.sum(v[1:] * w[:-1])
+                + anp.sum(anp.exp(v) * w)
+            ),
+            (0, 1),
+        )(x, y)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    if target == "cpu":
+        assert "carry_2 = x[i] * math.cos(x[i + 3])" in shifted.source
+
+
 def relu_total(x):
     return np.sum(np.maximum(x, 0.0) + np.minimum(x, 0.5))
 

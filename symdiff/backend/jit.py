@@ -333,6 +333,10 @@ def njit(
     """
     import numba  # imported here: `import symdiff` must stay light
 
+    from symdiff.backend import allocator
+
+    if vector_library:  # a loop kernel: it allocates arrays on every call
+        allocator.keep_freed_memory()
     options = dict(NJIT_OPTIONS, cache=cache, parallel=parallel)
     dispatcher = numba.njit(**options)(fn)
     if not vector_math_enabled():  # also loads libmvec before cached machine code

@@ -22,9 +22,10 @@ Every walk is over the node list, never recursive over the graph.
 
 from __future__ import annotations
 
+import ast
 import heapq
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1121,6 +1122,20 @@ class ArrayKernel:
                 continue
             loops.append((idx[k], self.dim(d)))
         body = self._nest_body(g, idx, env, printer)
+        tail: list[str] = []
+        if device is None and len(loops) == 1 and not threads:
+            sums = {self.names[self.into[m]] for m in g.members if m in self.into}
+            length = next(d for d in g.shape if d != 1)
+            for array in sorted(sums):
+                body, init, end = _carry_shifted_sums(
+                    body,
+                    array,
+                    loops[0][0],
+                    lambda k, d=length: self.dim(S.add(d, k)),
+                    self.namer,
+                )
+                lines += [f"{ind}{line}" for line in init]
+                tail += [f"{ind}{line}" for line in end]
         if device is not None:
             serial = next(
                 (
@@ -1145,7 +1160,7 @@ class ArrayKernel:
         for m in g.members:
             if m in self.stored and not m.shape:
                 env[m] = self.names[m]
-        return lines + after
+        return lines + tail + after
 
     def _nest_body(
         self, g: Group, idx: list[str], env: dict[Node, str], printer: Printer
@@ -1482,6 +1497,74 @@ _EXTREME = {
 }
 #: An accumulated value that may be written twice: a name or an array element.
 _SIMPLE = re.compile(r"[A-Za-z_]\w*(\[[^\[\]]*\])?$")
+
+
+def _carry_shifted_sums(
+    body: list[str],
+    array: str,
+    var: str,
+    length: Callable[[int], str],
+    namer: Any,
+) -> tuple[list[str], list[str], list[str]]:
+    """A loop over ``var`` that adds into ``array`` at shifted places (the adjoints
+    of ``x[1:]`` and ``x[:-1]``: ``x_bar[i] += a; x_bar[i + 1] += b``) carries
+    what it adds ahead in variables instead, and adds each element once, when no
+    later iteration adds to it::
+
+        x_bar[i] += carry + a
+        carry = b
+
+    The next iteration no longer reads what this one stored (a dependence through
+    memory that keeps every iteration waiting on the last one's store).
+    ``length(k)``: the text of the loop's trip count plus ``k``.  Returns the new
+    body, the lines before the loop and the lines after it; the body unchanged
+    (and no lines) unless ``array`` is only added to, at two or more offsets from
+    ``var``."""
+    adds: dict[int, list[str]] = {}
+    positions = []
+    pattern = re.compile(
+        rf"{re.escape(array)}\[{re.escape(var)}(?: ([+-]) (\d+))?\] \+= (.+)$"
+    )
+    for k, line in enumerate(body):
+        m = pattern.match(line)
+        if m is not None and not re.search(rf"\b{re.escape(array)}\b", m.group(3)):
+            offset = int(m.group(2) or 0) * (-1 if m.group(1) == "-" else 1)
+            adds.setdefault(offset, []).append(_term(m.group(3)))
+            positions.append(k)
+        elif re.search(rf"\b{re.escape(array)}\b", line):
+            return body, [], []  # read or written otherwise
+    if len(adds) < 2:
+        return body, [], []
+    base, top = min(adds), max(adds)
+    carries = [namer.fresh("carry") for _ in range(top - base)]
+    at = var if base == 0 else f"{var} {'+' if base > 0 else '-'} {abs(base)}"
+    merged = [f"{array}[{at}] += {' + '.join([carries[0], *adds[base]])}"]
+    for d, carry in enumerate(carries, 1):
+        parts = ([carries[d]] if d < len(carries) else []) + adds.get(base + d, [])
+        merged.append(f"{carry} = {' + '.join(parts) if parts else '0.0'}")
+    last = positions[-1]
+    new_body = [line for k, line in enumerate(body) if k not in positions[:-1]]
+    place = new_body.index(body[last])
+    new_body[place : place + 1] = merged
+    init = [f"{carry} = 0.0" for carry in carries]
+    end = [f"if {length(0)} > 0:"]
+    for d, carry in enumerate(carries, 1):
+        end.append(f"    {array}[{length(base + d - 1)}] += {carry}")
+    return new_body, init, end
+
+
+def _term(value: str) -> str:
+    """``value`` as a term of a sum: parenthesised only where ``+`` would bind
+    differently (a sum or difference keeps its own rounding order)."""
+    top = ast.parse(value, mode="eval").body
+    loose = (ast.IfExp, ast.BoolOp, ast.Compare, ast.Lambda, ast.NamedExpr)
+    if isinstance(top, loose) or (
+        isinstance(top, ast.BinOp) and isinstance(top.op, (ast.Add, ast.Sub))
+    ):
+        return f"({value})"
+    return value
+
+
 #: On bools ``max`` is ``or`` and ``min`` is ``and`` (Numba types no max of bools).
 _BOOL_ACCUMULATE = {
     **_ACCUMULATE,
