@@ -310,6 +310,7 @@ def mlp_case() -> Case:
             (0, 1, 2, 3, 4, 5),
             (*params, *data),
             "mlp_numpy: `mlp` as NumPy code, X and Y as arguments",
+            paired={"NumPy by hand": lambda: mlp_numpy_grad(*data, *params)},
         ),
         "numba": lambda ctx: hand_row(
             ctx, "numba", mlp_numba_grad, mlp_numba_fwd, (*data, *params)
@@ -440,7 +441,18 @@ def gmm_symdiff(ctx: Context, x: np.ndarray, params) -> Row:
     example = gmm_example()
     args = (*params, x, example.unpack_matrix(GMM_D))
     note = "examples/gmm.py: Q = packed @ unpack (constant 0/1), one x @ Q.T"
-    return symdiff_array_row(ctx, example.gmm_objective, (0, 1, 2), args, note)
+    paired = {}
+    if ctx.has("jax"):  # JAX on the same code: the fastest other tool here
+        jax = ctx.modules["jax"]
+        objective = example.with_modules(example.gmm_objective, np=jax.numpy)
+        jax_grad = jax.jit(jax.grad(objective, argnums=(0, 1, 2)))
+        jax_args = tuple(jax.numpy.asarray(a) for a in args)
+        paired["JAX on examples/gmm.py"] = lambda: jax.block_until_ready(
+            jax_grad(*jax_args)
+        )
+    return symdiff_array_row(
+        ctx, example.gmm_objective, (0, 1, 2), args, note, paired=paired
+    )
 
 
 def gmm_jax_rows(ctx: Context, consts, params) -> list[Row]:

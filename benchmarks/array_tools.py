@@ -161,7 +161,13 @@ def baselines(generic, consts, params, batched=False) -> dict[str, Any]:
 
 # -- symdiff on a function of arrays --------------------------------------------------
 def symdiff_array_row(
-    ctx: Context, fn, argnums, args, note: str = "", memory: bool = False
+    ctx: Context,
+    fn,
+    argnums,
+    args,
+    note: str = "",
+    memory: bool = False,
+    paired: dict[str, Any] | None = None,
 ) -> Row:
     """symdiff's row: ``grad(fn, argnums)`` and ``jit(fn)`` on NumPy arrays.
 
@@ -171,7 +177,11 @@ def symdiff_array_row(
     The note also gives the compile time of both kernels alone (first call minus
     build minus one steady call).  While symdiff cannot run ``fn`` (a
     SymdiffError: its array support is issue 3), the row says so with the first
-    line of the error; any other exception is an ``error:`` row (a bug)."""
+    line of the error; any other exception is an ``error:`` row (a bug).
+
+    ``paired``: name -> a callable of no arguments (another tool's gradient on
+    the same data); each is timed in rounds interleaved with symdiff's
+    (``Context.paired``) and ``extra["paired"]`` holds symdiff/that ratio."""
     sd = ctx.modules["symdiff"]
     try:
         g, f = sd.grad(fn, argnums=argnums), sd.jit(fn)
@@ -214,6 +224,11 @@ def symdiff_array_row(
     row.note = _join(_join(build_note, compile_note), note)
     if memory:
         add_peak_memory(row, g, args)
+    if paired:
+        ratios = {}
+        for name, other in paired.items():
+            ratios[name] = ctx.paired([lambda: g(*args), other], ())[0]
+        row.extra["paired"] = ratios
     ctx.check(row, out)
     return row
 

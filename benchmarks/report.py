@@ -227,9 +227,22 @@ def _from_sympy_lines(rows: list[Row]) -> list[str]:
     return lines
 
 
+def _paired_lines(rows: list[Row]) -> list[str]:
+    lines = []
+    for r in rows:
+        pairs = r.extra.get("paired") if r.tool == "symdiff" else None
+        if pairs:
+            ratios = ", ".join(f"symdiff/{name} {x:.2f}x" for name, x in pairs.items())
+            lines.append(
+                f"  {r.workload}, {r.case}: interleaved rounds (paired): {ratios}"
+            )
+    return lines
+
+
 def summary(rows: list[Row]) -> str:
     lines = ["Targets:"]
     lines += _latency_lines(rows)
+    lines += _paired_lines(rows)
     lines += _nested_lines(rows)
     lines += _from_sympy_lines(rows)
     ratios = [

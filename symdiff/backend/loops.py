@@ -22,7 +22,6 @@ Every walk is over the node list, never recursive over the graph.
 
 from __future__ import annotations
 
-import ast
 import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -1520,21 +1519,31 @@ def _carry_shifted_sums(
     body, the lines before the loop and the lines after it; the body unchanged
     (and no lines) unless ``array`` is only added to, at two or more offsets from
     ``var``."""
-    adds: dict[int, list[str]] = {}
-    positions = []
     pattern = re.compile(
         rf"{re.escape(array)}\[{re.escape(var)}(?: ([+-]) (\d+))?\] \+= (.+)$"
     )
+    found: list[tuple[int, int, str]] = []  # (line, offset, value)
     for k, line in enumerate(body):
         m = pattern.match(line)
         if m is not None and not re.search(rf"\b{re.escape(array)}\b", m.group(3)):
             offset = int(m.group(2) or 0) * (-1 if m.group(1) == "-" else 1)
-            adds.setdefault(offset, []).append(_term(m.group(3)))
-            positions.append(k)
+            found.append((k, offset, m.group(3)))
         elif re.search(rf"\b{re.escape(array)}\b", line):
             return body, [], []  # read or written otherwise
-    if len(adds) < 2:
+    if len({offset for _, offset, _ in found}) < 2:
         return body, [], []
+    # Each term is still evaluated where its addition was (a later line may
+    # write what it reads); the additions move to the last one's place.
+    adds: dict[int, list[str]] = {}
+    new_body = list(body)
+    for k, offset, value in found:
+        if not _SIMPLE.match(value):
+            name = namer.fresh(None)
+            new_body[k] = f"{name} = {value}"
+            value = name
+        else:
+            new_body[k] = ""
+        adds.setdefault(offset, []).append(value)
     base, top = min(adds), max(adds)
     carries = [namer.fresh("carry") for _ in range(top - base)]
     at = var if base == 0 else f"{var} {'+' if base > 0 else '-'} {abs(base)}"
@@ -1542,27 +1551,14 @@ def _carry_shifted_sums(
     for d, carry in enumerate(carries, 1):
         parts = ([carries[d]] if d < len(carries) else []) + adds.get(base + d, [])
         merged.append(f"{carry} = {' + '.join(parts) if parts else '0.0'}")
-    last = positions[-1]
-    new_body = [line for k, line in enumerate(body) if k not in positions[:-1]]
-    place = new_body.index(body[last])
-    new_body[place : place + 1] = merged
+    last = found[-1][0]
+    new_body[last + 1 : last + 1] = merged
+    new_body = [line for line in new_body if line]
     init = [f"{carry} = 0.0" for carry in carries]
     end = [f"if {length(0)} > 0:"]
     for d, carry in enumerate(carries, 1):
         end.append(f"    {array}[{length(base + d - 1)}] += {carry}")
     return new_body, init, end
-
-
-def _term(value: str) -> str:
-    """``value`` as a term of a sum: parenthesised only where ``+`` would bind
-    differently (a sum or difference keeps its own rounding order)."""
-    top = ast.parse(value, mode="eval").body
-    loose = (ast.IfExp, ast.BoolOp, ast.Compare, ast.Lambda, ast.NamedExpr)
-    if isinstance(top, loose) or (
-        isinstance(top, ast.BinOp) and isinstance(top.op, (ast.Add, ast.Sub))
-    ):
-        return f"({value})"
-    return value
 
 
 #: On bools ``max`` is ``or`` and ``min`` is ``and`` (Numba types no max of bools).

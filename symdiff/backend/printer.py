@@ -89,9 +89,11 @@ _MODULES = {"math.": "import math", "np.": "import numpy as np"}
 
 #: The ops whose template calls NumPy, which numba-cuda cannot compile: in a CUDA
 #: kernel (symdiff.backend.cuda) each call of ``TEMPLATES[op]``'s function becomes
-#: a call of an inner helper with NumPy's semantics (float results; NaN and
-#: infinities passed through; a zero result has the operand's sign, as
-#: ``np.ceil(-0.5)`` is ``-0.0``).  op -> the helper's parameters and body.
+#: a call of an inner helper that returns what the CPU kernel (Numba's version of
+#: the NumPy function) returns: float results, NaN and infinities passed through,
+#: a zero with the sign Numba gives it (``np.ceil(-0.5)`` and ``np.sign(-0.0)``
+#: are ``-0.0``), the first operand on a tie.  op -> the helper's parameters and
+#: body.
 CUDA_HELPERS: dict[str, tuple[str, str]] = {
     "sign": ("x", "return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x)"),
     "floor": (

@@ -24,6 +24,7 @@ from symdiff.ir.build import (
     add,
     apply,
     div,
+    logical_or,
     mul,
     neg,
     pow_,
@@ -75,6 +76,19 @@ def _no_derivative(*args: Node) -> tuple[Partial, ...]:
     return (None,) * (len(args) - 1)
 
 
+def _extreme(compare: str, nan_wins: bool) -> Rule:
+    """The partials of ``np.maximum``/``np.minimum`` (``nan_wins``: a NaN operand
+    is the result) and ``np.fmax``/``np.fmin`` (a NaN operand is passed over):
+    the derivative goes to the operand returned, ``a`` on a tie."""
+
+    def rule(a: Node, b: Node, out: Node) -> tuple[Partial, ...]:
+        nan = a if nan_wins else b  # a NaN here returns `a`
+        first = logical_or(apply(compare, a, b), apply("ne", nan, nan))
+        return select(first, ONE, ZERO), select(first, ZERO, ONE)
+
+    return rule
+
+
 # fmt: off
 PARTIALS: dict[str, Rule] = {
     "float":    lambda a, out: (ONE,),
@@ -97,14 +111,10 @@ PARTIALS: dict[str, Rule] = {
                                    select(apply("ge", a, b), ZERO, ONE)),
     "min":      lambda a, b, out: (select(apply("le", a, b), ONE, ZERO),
                                    select(apply("le", a, b), ZERO, ONE)),
-    "maximum":  lambda a, b, out: (select(apply("ge", a, b), ONE, ZERO),
-                                   select(apply("ge", a, b), ZERO, ONE)),
-    "minimum":  lambda a, b, out: (select(apply("le", a, b), ONE, ZERO),
-                                   select(apply("le", a, b), ZERO, ONE)),
-    "fmax":     lambda a, b, out: (select(apply("ge", a, b), ONE, ZERO),
-                                   select(apply("ge", a, b), ZERO, ONE)),
-    "fmin":     lambda a, b, out: (select(apply("le", a, b), ONE, ZERO),
-                                   select(apply("le", a, b), ZERO, ONE)),
+    "maximum":  _extreme("ge", nan_wins=True),
+    "minimum":  _extreme("le", nan_wins=True),
+    "fmax":     _extreme("ge", nan_wins=False),
+    "fmin":     _extreme("le", nan_wins=False),
     "copysign": lambda a, b, out: (mul(apply("sign", a), apply("copysign", ONE, b)),
                                    None),
     "exp":      lambda a, out: (out,),
