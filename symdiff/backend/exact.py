@@ -128,36 +128,22 @@ def maximum(a: Any, b: Any) -> float:
     return y if y > x else x
 
 
-def np_maximum(a: Any, b: Any) -> float:
-    """Numba's ``np.maximum(a, b)`` of floats: a NaN operand is the result."""
-    x, y = _common_float(a, b)
-    if x != x or y != y:
-        return x if x != x else y
-    return x if x >= y else y
+def _numpy_extreme(larger: bool, nan_wins: bool) -> Callable[[Any, Any], float]:
+    """Numba's ``np.maximum``/``np.minimum`` (``nan_wins``: a NaN operand is the
+    result) or ``np.fmax``/``np.fmin`` (a NaN operand is passed over) of floats,
+    after conversion: the first operand on a tie (``np_real_maximum_impl``)."""
+
+    def pick(a: Any, b: Any) -> float:
+        x, y = _common_float(a, b)
+        if x != x or y != y:
+            return (x if x != x else y) if nan_wins else (y if x != x else x)
+        return x if (x >= y if larger else x <= y) else y
+
+    return pick
 
 
-def np_minimum(a: Any, b: Any) -> float:
-    """Numba's ``np.minimum(a, b)`` of floats: a NaN operand is the result."""
-    x, y = _common_float(a, b)
-    if x != x or y != y:
-        return x if x != x else y
-    return x if x <= y else y
-
-
-def np_fmax(a: Any, b: Any) -> float:
-    """Numba's ``np.fmax(a, b)`` of floats: a NaN operand is ignored."""
-    x, y = _common_float(a, b)
-    if x != x or y != y:
-        return y if x != x else x
-    return x if x >= y else y
-
-
-def np_fmin(a: Any, b: Any) -> float:
-    """Numba's ``np.fmin(a, b)`` of floats: a NaN operand is ignored."""
-    x, y = _common_float(a, b)
-    if x != x or y != y:
-        return y if x != x else x
-    return x if x <= y else y
+np_maximum, np_minimum = _numpy_extreme(True, True), _numpy_extreme(False, True)
+np_fmax, np_fmin = _numpy_extreme(True, False), _numpy_extreme(False, False)
 
 
 def sign(x: float) -> float:

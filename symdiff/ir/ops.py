@@ -72,40 +72,21 @@ def _sign(a: Any) -> Any:
     return np.sign(np.float64(a))
 
 
-def _maximum(a: Any, b: Any) -> Any:
-    """``np.maximum``: a NaN operand is the result."""
-    if a != a:
-        return a
-    if b != b:
-        return b
-    return a if a >= b else b
+def _extreme(larger: bool, nan_wins: bool) -> Callable[[Any, Any], Any]:
+    """``np.maximum``/``np.minimum`` (``nan_wins``: a NaN operand is the result) or
+    ``np.fmax``/``np.fmin`` (a NaN operand is passed over); ``a`` on a tie."""
+
+    def pick(a: Any, b: Any) -> Any:
+        if a != a or b != b:
+            nan = a if a != a else b
+            return nan if nan_wins else (b if nan is a else a)
+        return a if (a >= b if larger else a <= b) else b
+
+    return pick
 
 
-def _minimum(a: Any, b: Any) -> Any:
-    """``np.minimum``: a NaN operand is the result."""
-    if a != a:
-        return a
-    if b != b:
-        return b
-    return a if a <= b else b
-
-
-def _fmax(a: Any, b: Any) -> Any:
-    """``np.fmax``: a NaN operand is ignored (both NaN: NaN)."""
-    if b != b:
-        return a
-    if a != a:
-        return b
-    return a if a >= b else b
-
-
-def _fmin(a: Any, b: Any) -> Any:
-    """``np.fmin``: a NaN operand is ignored (both NaN: NaN)."""
-    if b != b:
-        return a
-    if a != a:
-        return b
-    return a if a <= b else b
+_maximum, _minimum = _extreme(True, True), _extreme(False, True)
+_fmax, _fmin = _extreme(True, False), _extreme(False, False)
 
 
 def _erf(a: Any) -> float:
