@@ -168,7 +168,9 @@ def test_a_loop_of_numbers_with_a_tape():
     numbers it is an array program (one thread could not allocate the tape)."""
     g = on_cuda(symdiff.grad, _scalar_loop)
     assert isinstance(g(0.7), float)
-    assert g(0.7) == pytest.approx(symdiff.grad(_scalar_loop, target="python")(0.7), rel=1e-13)
+    assert g(0.7) == pytest.approx(
+        symdiff.grad(_scalar_loop, target="python")(0.7), rel=1e-13
+    )
     with pytest.raises(symdiff.SymdiffError, match="tape"):
         symdiff.vectorize(symdiff.grad(_scalar_loop), target="cuda")(np.ones(3))
 
@@ -263,7 +265,9 @@ def test_data_arrays_of_other_dtypes():
     for counts in (np.arange(5, dtype=np.int32), np.arange(5, dtype=np.uint8)):
         np.testing.assert_array_equal(g(x, counts), np.arange(5.0))
     np.testing.assert_array_equal(g(x, np.arange(5, dtype=np.float32)), np.arange(5.0))
-    with pytest.raises(symdiff.SymdiffError, match="holds int32; the kernel reads int64"):
+    with pytest.raises(
+        symdiff.SymdiffError, match="holds int32; the kernel reads int64"
+    ):
         g(x, cuda.to_device(np.arange(5, dtype=np.int32)))
 
 

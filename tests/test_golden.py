@@ -15,6 +15,7 @@ from tests import golden_cases as G
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 
+
 def _for_arrays(compiled, *shapes):
     """``compiled`` after one call on arrays of ``shapes`` (its kernel is then the
     array kernel; the Python target skips the Numba compile)."""
@@ -33,7 +34,14 @@ CASES = {
     "polar_grad": lambda: symdiff.grad(G.polar, argnums=(0, 1)),
     "mlp_grad": lambda: _for_arrays(
         symdiff.grad(G.mlp_loss, argnums=tuple(range(6)), target="python"),
-        (4, 5), (5,), (5, 3), (3,), (3, 2), (2,), (6, 4), (6, 2),
+        (4, 5),
+        (5,),
+        (5, 3),
+        (3,),
+        (3, 2),
+        (2,),
+        (6, 4),
+        (6, 2),
     ),
     "rosenbrock_grad": lambda: _for_arrays(
         symdiff.grad(G.rosenbrock, target="python"), (7,)

@@ -427,7 +427,9 @@ def test_dask_arrays_give_dask_arrays_chunk_by_chunk(target):
     assert_close_all((gx, gy), vectorize(symdiff.grad(f2, argnums=(0, 1)))(XS, YS))
     grid = vectorize(symdiff.grad(f2), target=target)(x[:, None], y[None, :5])
     assert grid.shape == (41, 5) and isinstance(grid, da.Array)
-    assert_close_all(grid.compute(), vectorize(symdiff.grad(f2))(XS[:, None], YS[None, :5]))
+    assert_close_all(
+        grid.compute(), vectorize(symdiff.grad(f2))(XS[:, None], YS[None, :5])
+    )
 
 
 def test_dask_one_output_in_a_tuple_and_list_arguments():
