@@ -177,7 +177,7 @@ def build_kernel(
         python, entry = compile_kernel(
             source,
             name,
-            parallel=parallel,
+            parallel=parallel and loops,  # straight-line code has no loop to share
             loops=loops,
             warm_types=None if loops else _output_types(plan),
         )
