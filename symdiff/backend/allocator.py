@@ -26,9 +26,9 @@ Windows, musl) are left alone.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-import threading
 from collections.abc import Callable
 
 #: glibc's ``mallopt`` parameters (malloc.h).
@@ -42,9 +42,6 @@ TRIM_THRESHOLD = 128 << 20
 
 _USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 _TUNABLES = ("glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold")
-
-_lock = threading.Lock()
-_state: list[bool] = []  # [applied] once decided
 
 
 def _user_chose() -> bool:
@@ -64,26 +61,25 @@ def _mallopt() -> Callable[[int, int], int] | None:
 
     try:
         libc = ctypes.CDLL(None)
-        version = libc.gnu_get_libc_version  # glibc only (musl lacks it)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    except OSError:
         return None
-    version.restype = ctypes.c_char_p
+    if not hasattr(libc, "gnu_get_libc_version"):  # glibc's own (musl lacks it)
+        return None
+    mallopt = libc.mallopt
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return mallopt  # type: ignore[no-any-return,unused-ignore]
 
 
+@functools.cache
 def keep_freed_memory() -> bool:
-    """Set glibc's mmap and trim thresholds once per process (see the module
-    docstring); True if they are set, by this call or an earlier one."""
-    with _lock:
-        if not _state:
-            applied = False
-            mallopt = None if _user_chose() else _mallopt()
-            if mallopt is not None:
-                applied = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
-                    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-                )
-            _state.append(applied)
-        return _state[0]
+    """Set glibc's mmap and trim thresholds, once per process (see the module
+    docstring); True if they are set."""
+    mallopt = None if _user_chose() else _mallopt()
+    return mallopt is not None and all(
+        mallopt(option, value) == 1
+        for option, value in (
+            (M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+            (M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+        )
+    )

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from symdiff.ir.ops import OPS
+
 #: ``math`` functions whose CPython and Numba versions call the same libm function.
 MATH_FUNCTIONS = frozenset(
     "exp expm1 log log1p log2 log10 sqrt sin cos tan asin acos atan sinh cosh tanh "
@@ -128,22 +130,21 @@ def maximum(a: Any, b: Any) -> float:
     return y if y > x else x
 
 
-def _numpy_extreme(larger: bool, nan_wins: bool) -> Callable[[Any, Any], float]:
-    """Numba's ``np.maximum``/``np.minimum`` (``nan_wins``: a NaN operand is the
-    result) or ``np.fmax``/``np.fmin`` (a NaN operand is passed over) of floats,
-    after conversion: the first operand on a tie (``np_real_maximum_impl``)."""
+def _converted(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], float]:
+    """``fn`` (the op table's reference for ``np.maximum`` and kin: a NaN operand
+    and a tie as Numba's ``np_real_maximum_impl``) of both operands converted to
+    float64 first, as Numba does."""
 
-    def pick(a: Any, b: Any) -> float:
-        x, y = _common_float(a, b)
-        if x != x or y != y:
-            return (x if x != x else y) if nan_wins else (y if x != x else x)
-        return x if (x >= y if larger else x <= y) else y
+    def call(a: Any, b: Any) -> float:
+        return fn(*_common_float(a, b))  # type: ignore[no-any-return]
 
-    return pick
+    return call
 
 
-np_maximum, np_minimum = _numpy_extreme(True, True), _numpy_extreme(False, True)
-np_fmax, np_fmin = _numpy_extreme(True, False), _numpy_extreme(False, False)
+np_maximum = _converted(OPS["maximum"].impl)  # type: ignore[arg-type]
+np_minimum = _converted(OPS["minimum"].impl)  # type: ignore[arg-type]
+np_fmax = _converted(OPS["fmax"].impl)  # type: ignore[arg-type]
+np_fmin = _converted(OPS["fmin"].impl)  # type: ignore[arg-type]
 
 
 def sign(x: float) -> float:
@@ -159,15 +160,18 @@ def ceil(x: float) -> float:
     return float(np.ceil(x))
 
 
-_REPLACED_CALLS = {"min": "minimum", "max": "maximum"}
-_NUMPY_CALLS = {
-    "sign": "sign",
-    "floor": "floor",
-    "ceil": "ceil",
-    "maximum": "np_maximum",
-    "minimum": "np_minimum",
-    "fmax": "np_fmax",
-    "fmin": "np_fmin",
+#: The calls replaced by their Numba definitions: builtins by name, NumPy's by
+#: attribute of ``np`` (each is the helper ``_symdiff_<name>`` or
+#: ``_symdiff_np_<attr>`` of the rewritten module).
+_REPLACED_CALLS: dict[str, Callable[..., Any]] = {"min": minimum, "max": maximum}
+_NUMPY_CALLS: dict[str, Callable[..., Any]] = {
+    "sign": sign,
+    "floor": floor,
+    "ceil": ceil,
+    "maximum": np_maximum,
+    "minimum": np_minimum,
+    "fmax": np_fmax,
+    "fmin": np_fmin,
 }
 _BUILTIN_CALLS = frozenset({"abs", "float"})
 _MODULES = {"math": None, "numpy": "np"}
@@ -249,13 +253,13 @@ class _Rewrite(ast.NodeTransformer):
         func = node.func
         args = [self.visit(a) for a in node.args]
         if isinstance(func, ast.Name) and func.id in _REPLACED_CALLS:
-            func = _helper(_REPLACED_CALLS[func.id])
+            func = _helper(func.id)
         elif isinstance(func, ast.Name) and func.id in _BUILTIN_CALLS:
             pass
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             module, attr = func.value.id, func.attr
             if module == "np" and attr in _NUMPY_CALLS:
-                func = _helper(_NUMPY_CALLS[attr])
+                func = _helper("np_" + attr)
             elif not (module == "math" and attr in MATH_FUNCTIONS):
                 raise Unsupported(f"the call {ast.unparse(func)}")
         else:
@@ -265,15 +269,8 @@ class _Rewrite(ast.NodeTransformer):
 
 _HELPERS: dict[str, Callable[..., Any]] = {
     _PREFIX + "int_power": int_power,
-    _PREFIX + "minimum": minimum,
-    _PREFIX + "maximum": maximum,
-    _PREFIX + "sign": sign,
-    _PREFIX + "floor": floor,
-    _PREFIX + "ceil": ceil,
-    _PREFIX + "np_maximum": np_maximum,
-    _PREFIX + "np_minimum": np_minimum,
-    _PREFIX + "np_fmax": np_fmax,
-    _PREFIX + "np_fmin": np_fmin,
+    **{_PREFIX + name: fn for name, fn in _REPLACED_CALLS.items()},
+    **{_PREFIX + "np_" + attr: fn for attr, fn in _NUMPY_CALLS.items()},
 }
 
 
