@@ -20,7 +20,7 @@ import functools
 import hashlib
 import importlib.util
 import os
-import shutil
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -158,24 +158,62 @@ def load_function(path: Path, name: str) -> Callable[..., Any]:
     return fn  # type: ignore[no-any-return]
 
 
+#: A cached module's file name: the kernel's name and 20 hex digits of its key
+#: (:func:`cached_module_path`), or a temporary file being written.
+_MODULE = re.compile(r"(?:.+_[0-9a-f]{20}|\.tmp-.+)\.py")
+
+
+def _cache_files(root: Path) -> list[Path]:
+    """The files of ``root`` that the cache wrote: its modules and, in
+    ``__pycache__``, Numba's index and data files and Python's bytecode of them.
+    Nothing else in the folder is the cache's, so nothing else is counted or
+    deleted (``SYMDIFF_CACHE_DIR`` may name a folder that holds other files)."""
+    if not root.is_dir():
+        return []
+    modules = sorted(
+        p for p in root.iterdir() if p.is_file() and _MODULE.fullmatch(p.name)
+    )
+    stems = {p.stem for p in modules}
+    out = list(modules)
+    folder = root / "__pycache__"
+    if folder.is_dir():
+        out.extend(
+            p
+            for p in sorted(folder.iterdir())
+            if p.is_file() and p.name.split(".", 1)[0] in stems
+        )
+    return out
+
+
 def info() -> dict[str, Any]:
     """Where the cache is, how many kernels it holds and their size on disk."""
     root = cache_root()
-    files = [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+    files = _cache_files(root)
     return {
         "path": str(root),
         "enabled": enabled(),
-        "kernels": sum(1 for p in files if p.suffix == ".py" and p.parent == root),
+        "kernels": sum(
+            1 for p in files if p.parent == root and not p.name.startswith(".")
+        ),
         "files": len(files),
         "bytes": sum(p.stat().st_size for p in files),
     }
 
 
 def clear() -> int:
-    """Delete the cache folder; returns the number of files removed."""
+    """Delete the cached kernels (the cache's own files only; the folder too when
+    nothing else is left in it); returns the number of files removed."""
     root = cache_root()
-    if not root.exists():
-        return 0
-    count = sum(1 for p in root.rglob("*") if p.is_file())
-    shutil.rmtree(root, ignore_errors=True)
-    return count
+    removed = 0
+    for p in _cache_files(root):
+        try:
+            p.unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass  # another process cleared it first
+    for folder in (root / "__pycache__", root):
+        try:
+            folder.rmdir()  # only if empty
+        except OSError:
+            pass
+    return removed

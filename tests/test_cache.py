@@ -129,6 +129,29 @@ def test_info_and_clear(tmp_path, monkeypatch):
     assert cache.info()["kernels"] == 1
     assert cache.clear() == 1
     assert cache.info()["files"] == 0
+    assert not (tmp_path / "c").exists()
+
+
+def test_clear_deletes_only_the_caches_files(tmp_path, monkeypatch):
+    """SYMDIFF_CACHE_DIR may name a folder of the user's: clearing the cache
+    removes its modules and their machine code, nothing else."""
+    root = tmp_path / "shared"
+    monkeypatch.setenv("SYMDIFF_CACHE_DIR", str(root))
+    (root / "sub").mkdir(parents=True)
+    (root / "notes.txt").write_text("mine")
+    (root / "sub" / "work.py").write_text("x = 1")
+    (root / "helper.py").write_text("y = 2")
+    path = cache.cached_module_path("def k(x):\n    return x\n", "k", {})
+    (root / "__pycache__").mkdir()
+    machine = root / "__pycache__" / f"{path.stem}.k-1.py312.nbi"
+    machine.write_bytes(b"")
+    (root / "__pycache__" / "helper.cpython-312.pyc").write_bytes(b"")
+    assert cache.info()["files"] == 2
+    assert cache.clear() == 2
+    assert not path.exists() and not machine.exists()
+    assert (root / "notes.txt").read_text() == "mine"
+    assert (root / "sub" / "work.py").exists() and (root / "helper.py").exists()
+    assert (root / "__pycache__" / "helper.cpython-312.pyc").exists()
 
 
 def test_cache_can_be_disabled(tmp_path, monkeypatch):

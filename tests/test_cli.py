@@ -862,7 +862,7 @@ def test_cache_info_and_clear(tmp_path, monkeypatch):
 
     monkeypatch.setenv("SYMDIFF_CACHE_DIR", str(tmp_path / "kernels"))
     (tmp_path / "kernels").mkdir()
-    (tmp_path / "kernels" / "k_0123.py").write_text("def k(x):\n    return x\n")
+    (tmp_path / "kernels" / "k_0123456789abcdef0123.py").write_text("def k(x):\n    return x\n")
     runner = CliRunner()
     result = runner.invoke(main, ["cache", "info"])
     assert result.exit_code == 0
