@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from symdiff import __version__
+from symdiff.backend import warm
 from symdiff.backend.cuda import CudaLoop, is_device_array
 from symdiff.backend.jit import njit, synthetic_filename
 from symdiff.compiled import Compiled, io_dtypes
@@ -438,6 +439,7 @@ def _loop(
                     f"target={target!r}"
                 )
             name, source = loop_source(kernel, target, params, scalar)
+            warm.import_numba()  # the loop module imports it
             python = _load(source, name, kernel)
             loop = _Loop(
                 name, source, python, njit(python, parallel=target == "parallel")

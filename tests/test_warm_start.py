@@ -42,6 +42,7 @@ from tests.corpus import CORPUS
 
 MODEL = """
 import math
+import numpy as np
 from helper import inner
 
 def f(x, y):
@@ -53,6 +54,9 @@ def g(x):
 
 def h(x, y):
     return x * y ** 3
+
+def s(x):
+    return np.sum(x * x)
 """
 
 HELPER = """
@@ -101,6 +105,10 @@ elif scenario == "errors":
 elif scenario == "power":
     p = symdiff.grad(model.h, argnums=(0, 1))
     report["power"] = [repr(p(x, y)) for x, y in ((1.1, 0.7), (-3.3, 1e-5), (2.0, 1e100))]
+elif scenario == "array":
+    import numpy as np
+    # builds a kernel (importing Numba) while the thread may be importing it
+    report["array"] = symdiff.grad(model.s)(np.array([1.0, 2.0])).tolist()
 elif scenario == "exit_while_loading":
     while "numba" not in sys.modules:  # the thread has begun importing Numba
         threading.Event().wait(0.001)
@@ -197,6 +205,15 @@ def test_editing_a_helper_is_a_cold_start(project):
     after = run(project)
     assert after["entry"] == "CPUDispatcher" and after["value"] != before["value"]
     assert run(project)["entry"] == "WarmStart"
+
+
+def test_a_new_kernel_while_the_thread_imports_numba(project):
+    """Both threads importing Numba at once used to end, about one run in three,
+    in Python's ``_DeadlockError`` (Numba's package imports are circular)."""
+    run(project)
+    for _ in range(3):
+        report = run(project, "array")
+        assert report["entry"] == "WarmStart" and report["array"] == [2.0, 4.0]
 
 
 @pytest.mark.slow

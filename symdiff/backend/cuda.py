@@ -66,6 +66,9 @@ class CudaUnavailableError(ArgumentError):
 
 def numba_cuda() -> Any:
     """``numba.cuda`` from numba-cuda, or a clear error."""
+    from symdiff.backend.warm import import_numba
+
+    import_numba()  # not beside the warm start's thread (see there)
     try:
         from numba import cuda
     except ImportError as exc:

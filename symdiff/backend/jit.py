@@ -67,7 +67,7 @@ def vector_math_enabled() -> bool:
     already vectorises them for every function)."""
     if not vector_math_requested():
         return False
-    from numba import config
+    config = warm.import_numba().config
 
     if getattr(config, "USING_SVML", False):
         return False
@@ -331,9 +331,9 @@ def njit(
     declared (:func:`vector_math`), so that the kernel calls scalar libm alone,
     as Python's ``math`` module does.
     """
-    import numba  # imported here: `import symdiff` must stay light
-
     from symdiff.backend import allocator
+
+    numba = warm.import_numba()  # here: `import symdiff` must stay light
 
     if vector_library:  # a loop kernel: it allocates arrays on every call
         allocator.keep_freed_memory()
@@ -408,6 +408,7 @@ def _load_cached(
 ) -> Any:
     from symdiff import cache
 
+    warm.import_numba()  # before unpickling the index, which imports its parts
     cache.discard_unreadable_machine_code(path)
     return njit(python, cache=True, parallel=parallel, vector_library=loops)
 

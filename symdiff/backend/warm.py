@@ -32,6 +32,32 @@ from typing import Any
 # need it (locks come from `_thread`).
 
 
+_NUMBA_LOCK = _thread.allocate_lock()
+_numba_imported = False
+
+
+def import_numba() -> Any:
+    """``numba``, imported by one thread at a time.
+
+    The background thread imports Numba (and unpickles its cache index, which
+    imports Numba's submodules) while the caller's thread may build a kernel that
+    needs Numba too.  Two threads executing Numba's circular package imports at
+    once can each hold a submodule's import lock the other waits for, and Python
+    raises ``_DeadlockError`` in one of them; every import of Numba symdiff makes
+    goes through here, so the second thread waits for the first to finish.
+    """
+    global _numba_imported
+    if not _numba_imported:
+        with _NUMBA_LOCK:
+            if not _numba_imported:
+                import numba
+
+                _numba_imported = True
+    import numba
+
+    return numba
+
+
 def enabled() -> bool:
     return os.environ.get("SYMDIFF_WARM_START", "1").lower() not in ("0", "false", "no")
 
@@ -237,4 +263,4 @@ class WarmStart:
             callback(dispatcher)
 
 
-__all__ = ["LOADER", "Job", "WarmStart", "enabled"]
+__all__ = ["LOADER", "Job", "WarmStart", "enabled", "import_numba"]
