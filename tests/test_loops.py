@@ -424,6 +424,29 @@ def test_value_and_grad(case):
         assert_matches_oracle(case, g, want, what)
 
 
+@pytest.mark.parametrize("case", SCALAR_CASES, ids=ids(SCALAR_CASES))
+@pytest.mark.filterwarnings("ignore:Output seems independent of input")
+def test_reverse_over_reverse(case):
+    """The gradient's own reverse-mode derivative (``jacobian(grad(f),
+    mode="reverse")``, what ``grad(grad(f))`` builds): its backward loops are
+    differentiated again, and their adjoints run forwards.  Against the
+    Hessian (forward over reverse) and, independently, autograd's Jacobian of
+    its gradient or finite differences of symdiff's gradient."""
+    args = make_args(case)
+    k = case.diff_argnums[0]
+    g = symdiff.grad(case.fn, argnums=k, target=TARGET)
+    got = symdiff.jacobian(g, argnums=k, mode="reverse", target=TARGET)(*args)
+    hess = symdiff.hessian(case.fn, argnums=k, target=TARGET)(*args)
+    assert_close(got, hess, f"jacobian(grad({case.name})) against its hessian")
+    what = f"jacobian(grad({case.name})) wrt argument {k} ({case.oracle})"
+    if case.oracle == "autograd":
+        f = autograd_fn(case)
+        want = np.asarray(autograd.jacobian(autograd.grad(f, k), k)(*args))
+        assert_close(got, want, what, tol=1e-8)
+    else:
+        assert_fd_close(got, fd_derivative(g, args, k), what, rtol=1e-4, atol=1e-6)
+
+
 JVP_VJP_CASES = by_names(TRANSFORM_SAMPLE) + ARRAY_CASES
 
 

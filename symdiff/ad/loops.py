@@ -201,7 +201,12 @@ def loop_vjp(
         stack.extend(reversed(top.args))
     frontier.sort(key=_order_key(body))
     checkpoint = CHECKPOINT.get()
-    if checkpoint is not None and body.bounded and body.stop is None:
+    if (
+        checkpoint is not None
+        and body.bounded
+        and body.stop is None
+        and not body.reverse
+    ):
         return _checkpointed(
             node,
             cotangents,
@@ -214,9 +219,13 @@ def loop_vjp(
             checkpoint,
         )
     taping, rows = _taping_loop(node, frontier)
+    tapes = [L.result(taping, n + m) for m in range(len(frontier))]
+    # shaped as allocated: a loop that can `break` has as many rows as it may
+    # run, of which the backward loop reads the `rows` it ran (differentiating
+    # the backward loop again gives the tapes' adjoints that shape too)
     tape_vars = [
-        L.var("tape_" + _hint(r), (count_dim(rows), *r.shape), r.dtype)
-        for r in frontier
+        L.var("tape_" + _hint(r), t.shape, r.dtype)
+        for r, t in zip(frontier, tapes, strict=True)
     ]
     reads = {r: _row(t, body.index) for r, t in zip(frontier, tape_vars, strict=True)}
     back_outputs = L.substitute(back_outputs, reads)
@@ -227,11 +236,10 @@ def loop_vjp(
         (*(c_bar[k] for k in state), *(z_bar[j] for j in caps)),
         (*(body.captured[j] for j in cap_used), *tape_vars),
         tuple(back_outputs),
-        reverse=True,
+        reverse=not body.reverse,  # a backward loop's adjoint runs forwards
         label="backward: " + body.label,
         accumulators=tuple(range(len(state), len(state) + len(caps))),
     )
-    tapes = [L.result(taping, n + m) for m in range(len(frontier))]
     back_init = _backward_init(body, cotangents, state, caps)
     backward = L.loop(
         rows,
