@@ -146,3 +146,38 @@ def test_an_index_a_branch_keeps_in_bounds_is_clamped_in_the_other(target):
     np.testing.assert_allclose(gx, fd_derivative(guarded_write, (x, 0.7), 0), rtol=1e-6)
     assert ga == pytest.approx(fd_derivative(guarded_write, (x, 0.7), 1), rel=1e-6)
     assert "min(max(" in g.source
+
+
+def index_set_before(x, n):
+    i = 10
+    for i in range(n):
+        pass
+    return x * i
+
+
+def rows_set_before(X, x):
+    row = np.ones(3)
+    for row in X:
+        pass
+    return np.sum(row * x)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_a_target_assigned_before_the_loop_keeps_that_value_after_no_iteration(
+    target,
+):
+    """Python leaves a loop's target as it was when the loop runs no iteration
+    (it was 0, the value of a target first assigned in the loop)."""
+    vg = symdiff.value_and_grad(index_set_before, target=target)
+    assert vg(2.0, 0) == (20.0, 10.0)
+    assert vg(2.0, 3) == (4.0, 2.0)
+    X, x = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0, 3.0])
+    for rows in (X, X[:0]):
+        value, (gX, gx) = symdiff.value_and_grad(
+            rows_set_before, argnums=(0, 1), target=target
+        )(rows, x)
+        assert value == rows_set_before(rows, x)
+        assert np.array_equal(gx, rows[-1] if len(rows) else np.ones(3))
+        want = np.zeros_like(rows)
+        want[-1:] = x  # only the last row is read
+        assert np.array_equal(gX, want)

@@ -413,14 +413,21 @@ class LoopLowering:
                 continue
             state_names.append(name)
         init_values = {name: env0[name] for name in state_names}
-        # A variable first assigned inside the loop and read after it holds its
-        # last value: it is state too, starting from 0 (widened to its dtype and
-        # shape by lowering the body again).
+        # A variable the loop assigns (its own target too) and read after it
+        # holds its last value, or after no iteration the value it had before
+        # (`i = 10; for i in range(n): ...`): it is state too, starting from
+        # that value, or from 0 when it had none (widened to its dtype and shape
+        # by lowering the body again).
         later = _read_after(frame.source.tree, stmt)
         for name in sorted((assigned | targets) - set(state_names)):
-            if name in later and not isinstance(env0.get(name), Static):
+            before = env0.get(name)
+            if name in later and not isinstance(before, Static):
+                leaves = None if isinstance(before, Undefined) else _leaves(before)
+                usable = leaves is not None and all(
+                    v is not self.poison for v in leaves
+                )
                 state_names.append(name)
-                init_values[name] = B.constant(0)
+                init_values[name] = before if usable else B.constant(0)
         init = [
             leaf for name in state_names for leaf in _leaves(init_values[name]) or []
         ]
