@@ -722,3 +722,40 @@ if __name__ == "__main__":  # the coverage table of the corpus
     for op, names in coverage(CASES, REQUIRED_OPS, corpus).items():
         print(f"{op:32} {len(names):3}  {', '.join(names[:4])}")
     print(f"{len(CASES)} functions, {len(ARRAY_CASES)} with array outputs")
+
+
+def row_products(A):
+    return np.sum(np.prod(A, axis=1) * np.arange(1, A.shape[0] + 1))
+
+
+def _others(row, skip):
+    """The product of ``row`` without the positions in ``skip``."""
+    return float(np.prod([v for k, v in enumerate(row) if k not in skip]))
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_products_with_zero_elements(target):
+    """d prod / d x_i is the product of the others, also where elements are 0
+    (``prod / x_i`` was 0/0: NaN); the Hessian, forward over this rule, too.
+    The oracle multiplies the other elements one by one (autograd divides,
+    as the old rule did)."""
+    A = np.array(
+        [
+            [0.0, 2.0, 3.0, -1.5],  # one zero
+            [0.0, 0.0, 3.0, 2.0],  # two
+            [0.0, 0.0, 0.0, 0.5],  # three
+            [1.5, -2.0, 0.5, 3.0],  # none
+        ]
+    )
+    grad = symdiff.grad(row_products, target=target)(A)
+    hess = symdiff.hessian(row_products, target=target)(A)
+    for r, row in enumerate(A):
+        for i in range(4):
+            assert grad[r, i] == (r + 1) * _others(row, {i})
+            for j in range(4):
+                want = 0.0 if i == j else (r + 1) * _others(row, {i, j})
+                assert hess[r, i, r, j] == pytest.approx(want, abs=1e-12)
+    assert not np.any(hess[0, :, 1:, :]) and not np.any(hess[1:, :, 0, :])
+    t = np.arange(16.0).reshape(4, 4) - 3.0
+    _, tangent = symdiff.jvp(row_products, (A,), (t,), target=target)
+    assert tangent == pytest.approx(float(np.sum(grad * t)), rel=1e-13)

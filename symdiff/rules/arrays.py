@@ -19,7 +19,17 @@ from collections.abc import Callable, Sequence
 
 from symdiff.ir import arrays as A
 from symdiff.ir import shapes as S
-from symdiff.ir.build import ONE, ZERO, add, apply, broadcast_to, div, mul, select
+from symdiff.ir.build import (
+    ONE,
+    ZERO,
+    add,
+    apply,
+    broadcast_to,
+    div,
+    mul,
+    select,
+    sub,
+)
 from symdiff.ir.node import Node
 
 Vjp = Callable[[Node, Node], tuple[Node | None, ...]]
@@ -37,9 +47,30 @@ def _vjp_sum(node: Node, g: Node) -> tuple[Node | None, ...]:
     return (_spread(g, node),)
 
 
+def _others_product(node: Node) -> Node:
+    """``d prod / d x_i``: at every ``i``, the product of the other elements the
+    reduction multiplies, exact where elements are 0 (``prod / x_i`` is 0/0 there).
+
+    The nonzero elements' product over ``x_i`` (zeros counted as ones), times the
+    product of the *other* zeros: 1 if there are none, the zero element itself if
+    there is one (its value 0, but its derivative 1, so that differentiating this
+    again gives the Hessian's entries there), else 0.  No division by 0 happens.
+    """
+    x = node.args[0]
+    axes = node.attrs[0]
+    zero = apply("eq", x, ZERO)
+    ones = select(zero, ONE, x)
+    rest = div(_spread(A.reduce("prod", ones, axes), node), ones)
+    is_zero = select(zero, ONE, ZERO)
+    picked = select(zero, x, ZERO)
+    other_zeros = sub(_spread(A.reduce("sum", is_zero, axes), node), is_zero)
+    zero_value = sub(_spread(A.reduce("sum", picked, axes), node), picked)
+    alone = select(apply("eq", other_zeros, ONE), zero_value, ZERO)
+    return mul(rest, select(apply("eq", other_zeros, ZERO), ONE, alone))
+
+
 def _vjp_prod(node: Node, g: Node) -> tuple[Node | None, ...]:
-    # d prod / d x_i = prod / x_i (as autograd and JAX's default rule for nonzero x)
-    return (div(mul(_spread(g, node), _spread(node, node)), node.args[0]),)
+    return (mul(_spread(g, node), _others_product(node)),)
 
 
 def _extreme_mask(node: Node) -> tuple[Node, Node]:
@@ -134,8 +165,7 @@ def _jvp_prod(node: Node, dots: Sequence[Node | None]) -> Node | None:
     (xd,) = dots
     if xd is None:
         return None
-    x = node.args[0]
-    return A.reduce("sum", mul(div(_spread(node, node), x), xd), node.attrs[0])
+    return A.reduce("sum", mul(_others_product(node), xd), node.attrs[0])
 
 
 def _jvp_concat(node: Node, dots: Sequence[Node | None]) -> Node | None:
