@@ -309,8 +309,11 @@ def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[...
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {"__name__": f"symdiff_generated_{name}"}
     exec(compile(source, filename, "exec"), namespace)
-    if ieee_math and "math" in namespace:
-        namespace["math"] = IEEE_MATH
+    if ieee_math:
+        # float(n) of an int stays a NumPy float: 1.0 / float(0) is inf
+        namespace["float"] = np.float64
+        if "math" in namespace:
+            namespace["math"] = IEEE_MATH
     fn = namespace[name]
     assert callable(fn)
     return fn  # type: ignore[no-any-return]

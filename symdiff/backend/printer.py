@@ -161,6 +161,15 @@ class Printer:
         ):
             # s(-y) reads better as 1 / (1 + exp(y)) than with exp(-(-y))
             template, node = "1.0 / (1.0 + math.exp({0}))", arg
+        if node.op == "pow" and _negative_int(node.args[1]) and arg.dtype == "float64":
+            # Numba's x ** -k raises ZeroDivisionError at x = 0; 1.0 / x ** k is
+            # the same computation (x ** k by squaring, then its reciprocal)
+            # and gives inf there, as the IEEE semantics promise
+            base, base_prec = self.expr(arg, names)
+            k = -node.args[1].value
+            if base_prec < (P_MUL + 1 if k == 1 else P_POW + 1):
+                base = f"({base})"
+            return (f"1.0 / {base}" if k == 1 else f"1.0 / {base} ** {k}"), P_MUL
         parts = []
         for i, arg in enumerate(node.args):
             text, arg_prec = self.expr(arg, names)
@@ -219,3 +228,9 @@ class Printer:
         lines += sorted(self.imports)
         lines += ["", "", f"def {name}({params}):", *body]
         return "\n".join(lines) + "\n"
+
+
+def _negative_int(node: Node) -> bool:
+    """Whether ``node`` is an int constant below 0 (an exponent)."""
+    value = node.value if node.op == "const" else None
+    return isinstance(value, int) and not isinstance(value, bool) and value < 0
