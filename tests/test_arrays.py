@@ -759,3 +759,17 @@ def test_products_with_zero_elements(target):
     t = np.arange(16.0).reshape(4, 4) - 3.0
     _, tangent = symdiff.jvp(row_products, (A,), (t,), target=target)
     assert tangent == pytest.approx(float(np.sum(grad * t)), rel=1e-13)
+
+
+def masked_projection(w, X, flag):
+    return np.sum((X @ w) ** 2) * float(flag) + float(flag)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_bool_data_in_products_and_float(target):
+    """A bool matrix in ``@`` and ``float(flag)`` (Numba has no ``float(bool)``)."""
+    X = np.array([[True, False, True], [False, True, True]])
+    w = np.array([0.5, -1.0, 2.0])
+    value, grad = symdiff.value_and_grad(masked_projection, target=target)(w, X, True)
+    assert value == masked_projection(w, X, True)
+    np.testing.assert_allclose(grad, 2.0 * X.T.astype(float) @ (X @ w), rtol=1e-15)

@@ -252,6 +252,8 @@ def log1p(a: Node) -> Node:
 def to_float(a: Node) -> Node:
     if a.dtype == "float64":
         return a
+    if a.dtype == "bool":  # Numba has no float(bool)
+        return select(a, ONE, ZERO)
     return _plain("float", a)
 
 
