@@ -773,3 +773,18 @@ def test_bool_data_in_products_and_float(target):
     value, grad = symdiff.value_and_grad(masked_projection, target=target)(w, X, True)
     assert value == masked_projection(w, X, True)
     np.testing.assert_allclose(grad, 2.0 * X.T.astype(float) @ (X @ w), rtol=1e-15)
+
+
+def length_of(x):
+    return x.shape[0]
+
+
+def length_and_scaled_sum(x):
+    return len(x), np.sum(x) * x.shape[0]
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_a_length_returned_as_it_is(target):
+    out = symdiff.jit(length_and_scaled_sum, target=target)(np.ones(4))
+    assert out == (4, 16.0) and type(out[0]) is int
+    assert symdiff.jit(length_of, target=target)(np.ones((5, 2))) == 5

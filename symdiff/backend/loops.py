@@ -681,7 +681,7 @@ class ArrayKernel:
         """The statements of every unit, indented one level; ``section`` is a
         comment printed where the backward (or tangent) part starts."""
         self.env = env
-        for n in topological(self.order):
+        for n in topological([*self.order, *self.outputs]):  # `return len(x)`
             if n.op == "dim":
                 env[n] = self._paren(self.dim(n.attrs[0]))
         ind = printer.indent
