@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from symdiff.compiled import Compiled
+from symdiff.compiled import OMITTED, Compiled
 from symdiff.errors import ArgumentError
 from symdiff.transforms import MODES, Spec, leaves
 
@@ -90,7 +90,7 @@ def _argnums(argnums: Any) -> int | tuple[int, ...]:
 
 def _transform(
     kind: str,
-    fun: Callable[..., Any] | None,
+    fun: Callable[..., Any],
     argnums: Any,
     has_aux: bool,
     target: str,
@@ -98,18 +98,23 @@ def _transform(
 ) -> Any:
     bad = isinstance(checkpoint, bool) or not isinstance(checkpoint, int)
     if checkpoint is not None and (bad or checkpoint < 1):
-        raise ValueError(
+        raise ArgumentError(
             f"checkpoint must be a positive int (iterations between saved loop "
             f"states), got {checkpoint!r}"
         )
     spec = Spec(kind, _argnums(argnums), bool(has_aux), checkpoint=checkpoint)
-    if fun is None:
+    return _compile_or_decorate(fun, spec, target)
+
+
+def _compile_or_decorate(fun: Any, spec: Spec, target: str) -> Any:
+    """The transform of ``fun``; with no function given, a decorator."""
+    if fun is OMITTED:
         return lambda f: Compiled(f, spec, target)
     return Compiled(fun, spec, target)
 
 
 def grad(
-    fun: Callable[..., Any] | None = None,
+    fun: Callable[..., Any] = OMITTED,
     argnums: int | tuple[int, ...] = 0,
     has_aux: bool = False,
     *,
@@ -158,7 +163,7 @@ def grad(
 
 
 def value_and_grad(
-    fun: Callable[..., Any] | None = None,
+    fun: Callable[..., Any] = OMITTED,
     argnums: int | tuple[int, ...] = 0,
     has_aux: bool = False,
     *,
@@ -253,7 +258,7 @@ def vjp(
 
 
 def jacobian(
-    fun: Callable[..., Any] | None = None,
+    fun: Callable[..., Any] = OMITTED,
     argnums: int | tuple[int, ...] = 0,
     mode: str = "auto",
     *,
@@ -287,13 +292,11 @@ def jacobian(
     if mode not in MODES:
         raise ArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     spec = Spec("jacobian", _argnums(argnums), False, mode)
-    if fun is None:
-        return lambda f: Compiled(f, spec, target)
-    return Compiled(fun, spec, target)
+    return _compile_or_decorate(fun, spec, target)
 
 
 def hessian(
-    fun: Callable[..., Any] | None = None,
+    fun: Callable[..., Any] = OMITTED,
     argnums: int | tuple[int, ...] = 0,
     *,
     target: str = "cpu",
@@ -332,7 +335,7 @@ def hvp(
     return _with_tangents("hvp", fun, primals, tangents, target)
 
 
-def jit(fun: Callable[..., Any] | None = None, *, target: str = "cpu") -> Any:
+def jit(fun: Callable[..., Any] = OMITTED, *, target: str = "cpu") -> Any:
     """Compile the forward pass alone (the same specialisation as the gradients).
 
     Examples

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,7 +15,13 @@ import numpy as np
 from symdiff.backend.cuda import is_device_array
 from symdiff.backend.warm import WarmStart
 from symdiff.custom import custom_vjp, is_module_global
-from symdiff.errors import SHAPE_MARK, ArgumentError, ShapeError
+from symdiff.errors import (
+    SHAPE_MARK,
+    ArgumentError,
+    ShapeError,
+    SymdiffError,
+    TranslationError,
+)
 from symdiff.frontend.lower import Traced, trace
 from symdiff.frontend.source import function_source
 from symdiff.ir.loops import tape_arrays
@@ -30,7 +39,8 @@ def _dtype_of(value: object) -> str | None:
         kind = value.dtype.kind
         dtype = {"b": "bool", "i": "int64", "u": "int64", "f": "float64"}.get(kind)
         if dtype is None or len(value.shape) == 0:
-            return None
+            # A 0-d host array is the number it holds (as NumPy's scalars are).
+            return dtype if isinstance(value, np.ndarray) else None
         axes = ",".join("1" if d == 1 else ":" for d in value.shape)
         return f"{dtype}[{axes}]"
     if isinstance(value, (bool, np.bool_)):
@@ -43,6 +53,42 @@ def _dtype_of(value: object) -> str | None:
 
 
 _MISSING = object()
+
+
+class _Omitted:
+    """The default of a transform's function: none given, so the call returns a
+    decorator (``@symdiff.grad(argnums=1)``); an explicit ``None`` is an error."""
+
+    def __repr__(self) -> str:
+        return "<omitted>"
+
+
+OMITTED: Any = _Omitted()
+
+
+def reject_symdiff_function(fun: Any, transform: str) -> None:
+    """Raise :class:`ArgumentError` for one of symdiff's own functions
+    (``symdiff.hvp``, a decorator from ``symdiff.grad()``): their source would be
+    read as the user's, and an error would point into symdiff."""
+    if not inspect.isfunction(fun):
+        return
+    # By where its code is, not its __module__: a doctest's functions have one
+    # of symdiff's module names.
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    if not os.path.abspath(fun.__code__.co_filename).startswith(package):
+        return
+    name = f"{fun.__module__}.{fun.__qualname__}"
+    if getattr(sys.modules["symdiff"], fun.__name__, None) is fun:
+        name = f"symdiff.{fun.__name__}"
+    if "<locals>" in name:  # the decorator that symdiff.grad() and co. return
+        name = "a decorator returned by a symdiff transform called without a function"
+    else:
+        name = f"`{name}`, one of symdiff's own functions"
+    raise ArgumentError(
+        f"{transform} expects a function you wrote or a transform of one; got "
+        f"{name}\n  help: pass a transform (symdiff.{transform}(symdiff.grad(f)), "
+        f"...) or a user function (symdiff.{transform}(f))"
+    )
 
 
 def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -73,6 +119,32 @@ def _call_without_missing(
     return Compiled.__call__(self, **given)
 
 
+def _binding_problem(
+    signature: inspect.Signature,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: TypeError,
+) -> str:
+    """What is wrong with a call's arguments: unknown keywords first (``inspect``
+    reports a missing argument first and stops there, so ``f(1.0, z=2.0)`` read
+    "missing 'y'" and never named ``z``), then what binding the rest finds."""
+    unknown = [k for k in kwargs if k not in signature.parameters]
+    if not unknown:
+        return str(exc)
+    which = (
+        "unexpected keyword arguments"
+        if unknown[1:]
+        else "an unexpected keyword argument"
+    )
+    problem = f"got {which} {', '.join(map(repr, unknown))}"
+    known = {k: v for k, v in kwargs.items() if k in signature.parameters}
+    try:
+        signature.bind(*args, **known)
+    except TypeError as rest:
+        problem += f"; also {rest}"
+    return problem
+
+
 def _unit_directions(
     shapes: list[tuple[int, ...]], i: int
 ) -> Iterator[tuple[tuple[int, ...], list[Any]]]:
@@ -98,9 +170,15 @@ def _shape_error(exc: ValueError) -> ValueError:
 
 
 def _cast(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
+    """An argument that is differentiated, as float64."""
+    if isinstance(value, np.ndarray) and value.ndim:
         return value.astype(np.float64)
     return float(value)
+
+
+def _item(value: np.ndarray) -> Any:
+    """A 0-d array as the Python number it holds."""
+    return value.item()
 
 
 class _Composed:
@@ -151,10 +229,17 @@ class Compiled:
                     f"`{fun.__name__}`; transform `{fun.__name__}` itself instead"
                 )
             fun = fun._fun if fun._spec.kind == "jit" else _Composed(fun)
+        if fun is None:
+            raise ArgumentError(
+                f"{spec.kind} expects a function, got None\n  help: pass one, "
+                f"symdiff.{spec.kind}(f, ...), or decorate it with "
+                f"@symdiff.{spec.kind} or @symdiff.{spec.kind}(...)"
+            )
         if not callable(fun):
             raise ArgumentError(
                 f"{spec.kind} expects a function, got a `{type(fun).__name__}`"
             )
+        reject_symdiff_function(fun, spec.kind)
         if target not in TARGETS:
             raise ArgumentError(
                 f"unknown target {target!r}: choose one of {', '.join(TARGETS)}"
@@ -214,7 +299,7 @@ class Compiled:
         try:
             floats = tuple(
                 np.asarray(e, dtype=np.float64)
-                if isinstance(e, np.ndarray)
+                if isinstance(e, np.ndarray) and e.ndim
                 else e
                 if self._target == "cuda" and is_device_array(e)
                 else float(e)
@@ -234,20 +319,29 @@ class Compiled:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise ArgumentError(f"{self.__name__}{self._signature}: {exc}") from None
+            problem = _binding_problem(self._signature, args, kwargs, exc)
+            raise ArgumentError(
+                f"{self.__name__}{self._signature}: {problem}"
+            ) from None
         bound.apply_defaults()
         return tuple(bound.arguments.values())
 
-    def _dtypes(self, args: tuple[Any, ...]) -> tuple[tuple[str, ...], list[int]]:
-        """The IR dtype per argument, and the positions that need a float cast."""
+    def _dtypes(
+        self, args: tuple[Any, ...]
+    ) -> tuple[tuple[str, ...], dict[int, Callable[[Any], Any]]]:
+        """The IR dtype per argument, and the conversion of the arguments that need
+        one, by position: a float cast, or a 0-d array to its number."""
         names = list(self._signature.parameters)
         # jvp/vjp/hvp take every argument as a primal; ints among them stay ints
         # (their tangents are ignored), as JAX's float0 convention has it.
         casting = self._spec.kind not in ("jit", "jvp", "vjp", "hvp")
         wrt = {i % len(args) for i in self._spec.wrt} if casting else set()
-        dtypes, casts = [], []
+        dtypes: list[str] = []
+        casts: dict[int, Callable[[Any], Any]] = {}
         for i, value in enumerate(args):
             dtype = _dtype_of(value)
+            if isinstance(value, np.ndarray) and value.ndim == 0 and dtype:
+                casts[i] = _item
             if dtype is None:
                 kind = type(value).__name__
                 if isinstance(value, np.ndarray):
@@ -277,12 +371,12 @@ class Compiled:
                     )
                 if "[" in dtype:
                     if value.dtype != np.float64:  # type: ignore[attr-defined]
-                        casts.append(i)
+                        casts[i] = _cast
                     dtype = "float64" + dtype[dtype.index("[") :]
                     dtypes.append(dtype)
                     continue
                 if not isinstance(value, _FLOAT_TYPES):
-                    casts.append(i)
+                    casts[i] = _cast
                 dtype = "float64"
             dtypes.append(dtype)
         return tuple(dtypes), casts
@@ -302,7 +396,9 @@ class Compiled:
             inner = fn
 
             def fn(*a: Any) -> Any:
-                return inner(*(_cast(v) if i in casts else v for i, v in enumerate(a)))
+                return inner(
+                    *(casts[i](v) if i in casts else v for i, v in enumerate(a))
+                )
 
         self._kernels[_key(args)] = fn
         if (
@@ -545,7 +641,11 @@ class Compiled:
         if dtypes is None:
             if self._last is not None:
                 return self._last
-            dtypes = self._annotated_dtypes()
+            assumed = self._annotated_dtypes()
+            try:
+                return self._kernel(assumed)
+            except TranslationError as exc:
+                raise self._needs_arrays(exc, assumed) from None
         kernel = self._by_dtypes.get(dtypes)
         if kernel is None:
             kernel = build_kernel(
@@ -559,6 +659,36 @@ class Compiled:
             self._by_dtypes[dtypes] = kernel
         self._last = kernel
         return kernel
+
+    def _needs_arrays(
+        self, exc: TranslationError, assumed: tuple[str, ...]
+    ) -> TranslationError:
+        """``exc``, raised building the kernel that ``.source`` shows before any
+        call, for float arguments.  When the function translates with arrays in
+        their place, the floats were the problem (``X @ W`` of numbers): then
+        the help says so, and to call the function with its arrays first."""
+        floats = [i for i, d in enumerate(assumed) if d == "float64"]
+        tracer = getattr(self._fun, "__symdiff_trace__", None)
+        for axes in (":", ":,:"):
+            dtypes = tuple(
+                f"float64[{axes}]" if i in floats else d for i, d in enumerate(assumed)
+            )
+            try:
+                tracer(dtypes) if tracer is not None else trace(self._fun, dtypes)
+            except (SymdiffError, ValueError):
+                continue
+            break
+        else:
+            return exc
+        names = [n for i, n in enumerate(self._signature.parameters) if i in floats]
+        hint = (
+            f"before its first call, `.source` (.ir, .kernel) compiles "
+            f"`{self.__name__}` for float arguments ({', '.join(names)}), and this "
+            f"needs an array: call `{self.__name__}` once with its arrays, then "
+            "`.source` shows the kernel of that call"
+        )
+        fixed = [dataclasses.replace(d, hint=hint) for d in exc.diagnostics]
+        return TranslationError(exc.function, fixed)
 
     def _annotated_dtypes(self) -> tuple[str, ...]:
         """The signature ``.source`` shows before any call: float64, except for

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Callable
 from typing import Any
 
 import sympy
+from sympy.logic.boolalg import Boolean
+from sympy.utilities.iterables import iterable
 
 from symdiff.errors import ArgumentError, OutputError
 from symdiff.ir.node import Node, topological
@@ -209,10 +212,40 @@ def _from_sympy_node(e: Any, args: list[Node]) -> Node:
     for fn, op in _FROM_SYMPY_UNARY.items():
         if e.func == fn:
             return B.apply(op, *args)
-    raise ArgumentError(
-        f"from_sympy: `{e.func.__name__}` is not supported ({e})\n"
-        "  help: rewrite it with elementary functions (exp, log, sin, sqrt, ...), "
-        "Piecewise, Max/Min, or pass a function written in Python to symdiff.grad"
+    raise _unsupported(e)
+
+
+#: The SymPy classes translated by :func:`_from_sympy_node`, besides
+#: ``_FROM_SYMPY_UNARY``'s functions.
+_FROM_SYMPY_KINDS = (
+    sympy.Add,
+    sympy.Mul,
+    sympy.Pow,
+    sympy.Max,
+    sympy.Min,
+    sympy.atan2,
+    sympy.And,
+    sympy.Or,
+    sympy.Not,
+    sympy.Piecewise,
+    *_FROM_SYMPY_COMPARE,
+)
+
+
+def _supported(e: Any) -> bool:
+    return isinstance(e, _FROM_SYMPY_KINDS) or e.func in _FROM_SYMPY_UNARY
+
+
+def _unsupported(e: Any) -> ArgumentError:
+    if isinstance(e, (sympy.Derivative, sympy.Integral)):
+        help_ = "evaluate it first: expr.doit()"
+    else:
+        help_ = (
+            "rewrite it with elementary functions (exp, log, sin, sqrt, ...), "
+            "Piecewise, Max/Min, or pass a function written in Python to symdiff.grad"
+        )
+    return ArgumentError(
+        f"from_sympy: `{e.func.__name__}` is not supported ({e})\n  help: {help_}"
     )
 
 
@@ -229,21 +262,111 @@ def _children(e: Any) -> tuple[Any, ...]:
     return tuple(e.args)
 
 
+def _symbols(symbols: Any, exprs: list[Any]) -> tuple[Any, ...]:
+    """``symbols`` as a tuple of SymPy objects, checked: a name (a string) is the
+    expression's symbol of that name, else a new ``sympy.Symbol``."""
+    if isinstance(symbols, str) and symbols.strip():
+        symbols = sympy.symbols(symbols, seq=True)
+    elif isinstance(symbols, sympy.Basic) and not iterable(symbols):
+        symbols = (symbols,)
+    if isinstance(symbols, (set, frozenset, dict)) or not iterable(symbols):
+        raise ArgumentError(
+            "from_sympy: symbols must be the arguments in order, a list or tuple of "
+            f"sympy.Symbol; got {_a(symbols)}\n"
+            "  help: from_sympy(expr, [x, y]) with x, y = sympy.symbols('x y')"
+        )
+    by_name: dict[str, Any] = {}
+    for e in exprs:
+        by_name.update((str(s), s) for s in e.free_symbols)
+    out = []
+    for i, s in enumerate(symbols):
+        if isinstance(s, str):
+            s = by_name.get(s, sympy.Symbol(s))
+        if not isinstance(s, sympy.Basic) or s.is_number or not s.free_symbols:
+            raise ArgumentError(
+                f"from_sympy: symbols must be sympy.Symbol; entry {i} is {_a(s)}\n"
+                "  help: from_sympy(expr, [x, y]) with x, y = sympy.symbols('x y')"
+            )
+        if s in out:
+            raise ArgumentError(
+                f"from_sympy: symbol `{s}` appears more than once in symbols\n"
+                "  help: list each argument once"
+            )
+        out.append(s)
+    return tuple(out)
+
+
+def _a(value: Any) -> str:
+    """``value`` for a message: ``None``, or its type and repr."""
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} `{kind}` ({value!r})"
+
+
+def _expressions(expr: Any, names: dict[str, Any]) -> Any:
+    """``expr`` as SymPy expressions: a (nested) list or tuple becomes nested
+    tuples (several outputs), a Matrix the tuple of its entries row by row, a
+    string is parsed (``names`` gives its symbols)."""
+    if isinstance(expr, sympy.MatrixBase):
+        return tuple(_expressions(e, names) for e in expr)
+    if isinstance(expr, (list, tuple)):
+        return tuple(_expressions(e, names) for e in expr)
+    if isinstance(expr, str):
+        try:
+            value = sympy.sympify(expr, locals=names)
+        except (sympy.SympifyError, SyntaxError, TypeError, ValueError):
+            raise ArgumentError(
+                f"from_sympy: sympy.sympify cannot parse {expr!r}\n"
+                "  help: pass the SymPy expression itself (x**2 with "
+                "x = sympy.Symbol('x'))"
+            ) from None
+    else:
+        try:
+            value = sympy.sympify(expr, strict=True)
+        except sympy.SympifyError:
+            value = None
+    if not isinstance(value, (sympy.Expr, Boolean)):
+        raise ArgumentError(
+            "from_sympy: expr must be a SymPy expression, or a list, tuple or Matrix "
+            f"of them; got {_a(expr)}"
+        )
+    return value
+
+
+def _parameter_names(symbols: tuple[Any, ...]) -> list[str]:
+    """A distinct Python name per symbol: its own where it is one (not a keyword,
+    not taken), else ``x{i}``."""
+    own = [str(s) for s in symbols]
+    usable = [n.isidentifier() and not keyword.iskeyword(n) for n in own]
+    taken = {n for n, ok in zip(own, usable, strict=True) if ok}
+    names: list[str] = []
+    for i, (name, ok) in enumerate(zip(own, usable, strict=True)):
+        if not ok or name in names:
+            name = f"x{i}"
+            while name in taken:
+                name += "_"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
 class SympyFunction:
-    """A SymPy expression (or a tuple/list/Matrix of them) as a function of
-    ``symbols``, ready for any symdiff transform."""
+    """A SymPy expression (or a nested list/tuple or Matrix of them) as a function
+    of ``symbols``, ready for any symdiff transform.
+
+    The arguments are checked here, and the expression is translated once, so
+    that a bad one fails now rather than at the first call.
+    """
 
     def __init__(self, expr: Any, symbols: Any):
         import inspect
 
-        if isinstance(expr, sympy.MatrixBase):
-            expr = tuple(expr)
-        self.expr = tuple(expr) if isinstance(expr, (list, tuple)) else expr
-        self.symbols = tuple(symbols)
-        names = [
-            str(s) if str(s).isidentifier() else f"x{i}"
-            for i, s in enumerate(self.symbols)
-        ]
+        given = symbols if isinstance(symbols, (list, tuple)) else ()
+        by_name = {str(s): s for s in given if isinstance(s, sympy.Basic)}
+        self.expr = _expressions(expr, by_name)
+        self.symbols = _symbols(symbols, _flat(self.expr))
+        names = _parameter_names(self.symbols)
         self.__name__ = self.__qualname__ = "sympy_function"
         self.__signature__ = inspect.Signature(
             [
@@ -252,6 +375,7 @@ class SympyFunction:
             ]
         )
         self._names = names
+        self.__symdiff_trace__(("float64",) * len(names))
 
     def __symdiff_trace__(self, dtypes: tuple[str, ...]) -> Any:
         from symdiff.frontend.lower import Traced, param_node
@@ -262,11 +386,10 @@ class SympyFunction:
             for i, (n, dt) in enumerate(zip(self._names, dtypes, strict=True))
         )
         env: dict[Any, Node] = dict(zip(self.symbols, params, strict=True))
-        roots = list(self.expr) if isinstance(self.expr, tuple) else [self.expr]
         # Iterative post-order over the expression tree; shared subtrees are
         # translated once (and hash-consing shares equal ones anyway).
-        for root in roots:
-            stack = [(sympy.sympify(root), False)]
+        for root in _flat(self.expr):
+            stack = [(root, False)]
             while stack:
                 e, ready = stack.pop()
                 if e in env:
@@ -284,19 +407,31 @@ class SympyFunction:
                         "substitute a value for it with expr.subs(...)"
                     )
                 if not ready:
+                    if not _supported(e):  # the outermost: Derivative, not its args
+                        raise _unsupported(e)
                     stack.append((e, True))
                     stack.extend((c, False) for c in _children(e) if c not in env)
                     continue
                 env[e] = _from_sympy_node(e, [env[c] for c in _children(e)])
-        outputs = tuple(env[sympy.sympify(r)] for r in roots)
-        output = outputs if isinstance(self.expr, tuple) else outputs[0]
+        output = _rebuild(self.expr, env.__getitem__)
         return Traced(self.__name__, params, output, {}, "<sympy>")
 
     def __call__(self, *args: Any) -> Any:
         values = dict(zip(self.symbols, args, strict=True))
-        if isinstance(self.expr, tuple):
-            return tuple(float(e.evalf(subs=values)) for e in self.expr)
-        return float(self.expr.evalf(subs=values))
+        return _rebuild(self.expr, lambda e: float(e.evalf(subs=values)))
+
+
+def _flat(expr: Any) -> list[Any]:
+    """The expressions of a nested tuple, left to right."""
+    if isinstance(expr, tuple):
+        return [e for item in expr for e in _flat(item)]
+    return [expr]
+
+
+def _rebuild(expr: Any, fn: Callable[[Any], Any]) -> Any:
+    if isinstance(expr, tuple):
+        return tuple(_rebuild(e, fn) for e in expr)
+    return fn(expr)
 
 
 def from_sympy(expr: Any, symbols: Any, *, target: str = "cpu") -> Any:
@@ -305,15 +440,26 @@ def from_sympy(expr: Any, symbols: Any, *, target: str = "cpu") -> Any:
 
     Parameters
     ----------
-    expr : sympy.Expr, or a list/tuple/Matrix of them
+    expr : sympy.Expr, or a (nested) list/tuple or a Matrix of them
+        The outputs: a list or tuple gives a tuple of outputs (nested lists,
+        nested tuples), a Matrix its entries row by row.  A string is parsed
+        with ``sympy.sympify``.
     symbols : sequence of sympy.Symbol
-        The arguments, in order.
+        The arguments, in order.  A name (a string) stands for the expression's
+        symbol of that name; a string of several names (``"x y"``) for each.
 
     Returns
     -------
     Compiled
         Calling it evaluates ``expr``; its attributes ``grad`` (w.r.t. every
         symbol), ``jacobian`` and ``hessian`` are compiled transforms too.
+
+    Raises
+    ------
+    ArgumentError
+        At once, for symbols that are not symbols (or are repeated), an ``expr``
+        that is not an expression, a symbol of ``expr`` missing from ``symbols``,
+        or a function symdiff cannot translate.
 
     Examples
     --------

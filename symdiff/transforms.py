@@ -124,25 +124,33 @@ def scalar_output(traced: Traced, spec: Spec) -> tuple[Node, Value]:
                 + (f"a tuple of {len(out)}" if isinstance(out, tuple) else "one value")
             )
         out, aux = out
+        # The value, not the pair, is what must be one number.
+        needs = (
+            f"{spec.kind} with has_aux=True needs the value that {name} returns "
+            "first, in `(value, aux)`, to be one number, but the value is"
+        )
+        several = "differentiate one of them, and return the others in aux"
+    else:
+        needs = f"{spec.kind} needs {name} to return one number, but it returns"
+        several = (
+            "differentiate one of them, or return `(value, aux)` and pass has_aux=True"
+        )
     if isinstance(out, Node) and out.shape and out.dtype != "bool":
         from symdiff.ir.shapes import format_shape
 
         raise OutputError(
-            f"{spec.kind} needs {name} to return one number, but it returns an array "
-            f"of shape {format_shape(out.shape, lambda i: _param_name(traced, i))}"
+            f"{needs} an array of shape "
+            f"{format_shape(out.shape, lambda i: _param_name(traced, i))}"
             "\n  help: reduce it to a number (np.sum, np.mean, a norm), or use "
             "jacobian/vjp for array outputs"
         )
     if not isinstance(out, Node) or out.dtype == "bool":
         help_ = (
-            "differentiate one of them, or return `(value, aux)` and pass has_aux=True"
+            several
             if isinstance(out, tuple)
             else "return a float computed from the arguments"
         )
-        raise OutputError(
-            f"{spec.kind} needs {name} to return one number, but it returns "
-            f"{describe(out)}\n  help: {help_}"
-        )
+        raise OutputError(f"{needs} {describe(out)}\n  help: {help_}")
     return to_float(out), aux
 
 

@@ -36,7 +36,7 @@ from symdiff import __version__
 from symdiff.backend import warm
 from symdiff.backend.cuda import CudaLoop, is_device_array
 from symdiff.backend.jit import njit, synthetic_filename
-from symdiff.compiled import Compiled, io_dtypes
+from symdiff.compiled import OMITTED, Compiled, io_dtypes, reject_symdiff_function
 from symdiff.custom import is_module_global
 from symdiff.errors import ArgumentError
 from symdiff.kernel import Kernel
@@ -62,7 +62,7 @@ _SAMPLES: dict[str, Any] = {
 }
 
 
-def vectorize(fun: Any = None, *, target: str | None = None) -> Any:
+def vectorize(fun: Any = OMITTED, *, target: str | None = None) -> Any:
     """Turn a scalar transform into a batched, NumPy-style function.
 
     Parameters
@@ -103,7 +103,7 @@ def vectorize(fun: Any = None, *, target: str | None = None) -> Any:
             f"unknown target {target!r} for symdiff.vectorize: choose 'cpu', "
             "'parallel' or 'cuda'"
         )
-    if fun is None:
+    if fun is OMITTED:
         return lambda f: Vectorized(f, target)
     return Vectorized(fun, target)
 
@@ -130,9 +130,10 @@ def _as_compiled(fun: Any, target: str) -> Compiled:
         return fun
     if not callable(fun):
         raise ArgumentError(
-            "symdiff.vectorize expects a function or a symdiff transform, got a "
-            f"`{type(fun).__name__}`"
+            "symdiff.vectorize expects a function or a symdiff transform, got "
+            + ("None" if fun is None else f"a `{type(fun).__name__}`")
         )
+    reject_symdiff_function(fun, "vectorize")
     from symdiff.api import jit
 
     compiled: Compiled = jit(fun)

@@ -245,3 +245,13 @@ def decorated(x):
 
 
 module_lambda = lambda x: {x, x * 2.0}
+
+
+# -- has_aux, arrays before the first call -----------------------------------------------
+def value_is_a_pair(x):
+    return (x, x * 2.0), 1.0
+
+
+def array_layer(W, b, X):
+    H = np.tanh(X @ W + b)
+    return np.sum(H)

@@ -118,6 +118,24 @@ def test_int_arguments_not_differentiated_stay_ints():
     assert symdiff.jit(int_power)(3, 2) == 9
 
 
+def test_zero_d_arrays_are_the_numbers_they_hold():
+    # As NumPy scalars are: np.array(1.5) is 1.5 (not a "0-d array" error).
+    g = symdiff.grad(f2, argnums=(0, 1))
+    expected = g(1.5, 2.0)
+    for x in (np.array(1.5), np.array(1.5, dtype=np.float32)):
+        got = g(x, np.array(2.0))
+        assert got == pytest.approx(expected, rel=1e-15)
+        assert all(type(v) is float for v in got)
+    one = symdiff.grad(f2)(np.array(1.5), 2.0)
+    assert type(one) is float and one == expected[0]
+    assert symdiff.grad(int_power)(np.array(2), np.array(3)) == 12.0  # n stays an int
+    assert symdiff.jit(int_power)(np.array(3), np.array(2)) == 9
+    assert symdiff.jvp(f2, (np.array(1.5), 2.0), (np.array(1.0), 0.0)) == (
+        pytest.approx(f2(1.5, 2.0), rel=1e-15),
+        pytest.approx(expected[0], rel=1e-15),
+    )
+
+
 def with_defaults(x, scale=2.0):
     return scale * x * x
 

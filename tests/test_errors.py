@@ -522,6 +522,22 @@ def test_has_aux_needs_a_pair(fun, what):
     )
 
 
+@pytest.mark.parametrize("kind", ["grad", "value_and_grad"])
+def test_has_aux_with_a_tuple_as_the_value(kind):
+    # has_aux=True was passed: the value, not the whole output, is what is wrong.
+    with pytest.raises(symdiff.OutputError) as info:
+        getattr(symdiff, kind)(cases.value_is_a_pair, has_aux=True, target="python")(
+            2.0
+        )
+    where = f"{display_file()}:{def_line('value_is_a_pair')}"
+    assert str(info.value) == (
+        f"{kind} with has_aux=True needs the value that `value_is_a_pair` ({where}) "
+        "returns first, in `(value, aux)`, to be one number, but the value is a "
+        "tuple of 2 values\n"
+        "  help: differentiate one of them, and return the others in aux"
+    )
+
+
 @pytest.mark.parametrize(
     ("fun", "kind_name"),
     [(cases.returns_string, "str"), (cases.returns_none, "NoneType")],
@@ -595,13 +611,34 @@ def test_unexpected_keyword_argument():
     assert str(info.value) == "two_args(x, y): got an unexpected keyword argument 'z'"
 
 
+def test_unexpected_keyword_argument_and_a_missing_one():
+    # inspect reports the missing `y` and stops: the unknown `z` must be named too.
+    expected = (
+        "two_args(x, y): got an unexpected keyword argument 'z'; also missing a "
+        "required argument: 'y'"
+    )
+    with pytest.raises(symdiff.ArgumentError) as info:
+        symdiff.grad(cases.two_args)(1.0, z=2.0)
+    assert str(info.value) == expected
+    vectorized = symdiff.vectorize(symdiff.grad(cases.two_args))
+    with pytest.raises(symdiff.ArgumentError) as info:
+        vectorized(np.ones(2), z=np.ones(2))
+    assert str(info.value) == expected
+    with pytest.raises(symdiff.ArgumentError) as info:
+        symdiff.grad(cases.two_args)(1.0, z=2.0, w=3.0)
+    assert str(info.value) == (
+        "two_args(x, y): got unexpected keyword arguments 'z', 'w'; also missing a "
+        "required argument: 'y'"
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "kind_name"),
     [
         ("2.0", "str"),
         ([2.0], "list"),
         (np.array([2.0j, 3.0]), "1-d array of complex128"),
-        (np.array(2.0), "0-d array of float64"),
+        (np.array(2.0j), "0-d array of complex128"),
     ],
 )
 def test_argument_of_a_wrong_type(value, kind_name):
@@ -673,6 +710,98 @@ def test_argnums_of_a_bad_type(argnums, message):
             transform(cases.two_args, argnums=argnums)
         assert isinstance(info.value, symdiff.SymdiffError)
         assert str(info.value) == message
+
+
+def test_checkpoint_of_a_bad_value_is_an_argument_error():
+    for bad in (0, -1, "a"):
+        with pytest.raises(symdiff.ArgumentError) as info:
+            symdiff.grad(cases.two_args, checkpoint=bad)
+        assert str(info.value) == (
+            "checkpoint must be a positive int (iterations between saved loop "
+            f"states), got {bad!r}"
+        )
+
+
+# -- what is passed as the function ------------------------------------------------------
+@pytest.mark.parametrize("kind", ["grad", "value_and_grad", "jit", "jacobian"])
+def test_none_as_the_function(kind):
+    # Omitting the function gives a decorator; an explicit None is a mistake.
+    with pytest.raises(symdiff.ArgumentError) as info:
+        getattr(symdiff, kind)(None)
+    assert str(info.value) == (
+        f"{kind} expects a function, got None\n"
+        f"  help: pass one, symdiff.{kind}(f, ...), or decorate it with "
+        f"@symdiff.{kind} or @symdiff.{kind}(...)"
+    )
+    with pytest.raises(symdiff.ArgumentError, match="got None"):
+        symdiff.vectorize(None)
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (
+            lambda: symdiff.vectorize(symdiff.hvp),
+            "vectorize expects a function you wrote or a transform of one; got "
+            "`symdiff.hvp`, one of symdiff's own functions\n"
+            "  help: pass a transform (symdiff.vectorize(symdiff.grad(f)), ...) or a "
+            "user function (symdiff.vectorize(f))",
+        ),
+        (
+            lambda: symdiff.grad(symdiff.jvp),
+            "grad expects a function you wrote or a transform of one; got "
+            "`symdiff.jvp`, one of symdiff's own functions\n"
+            "  help: pass a transform (symdiff.grad(symdiff.grad(f)), ...) or a "
+            "user function (symdiff.grad(f))",
+        ),
+        (
+            lambda: symdiff.vectorize(symdiff.grad(argnums=1)),
+            "vectorize expects a function you wrote or a transform of one; got a "
+            "decorator returned by a symdiff transform called without a function\n"
+            "  help: pass a transform (symdiff.vectorize(symdiff.grad(f)), ...) or a "
+            "user function (symdiff.vectorize(f))",
+        ),
+    ],
+    ids=["vectorize-hvp", "grad-jvp", "vectorize-decorator"],
+)
+def test_symdiffs_own_functions_are_not_user_functions(make, what):
+    # Not a TranslationError pointing into symdiff/api.py.
+    with pytest.raises(symdiff.ArgumentError) as info:
+        make()
+    assert str(info.value) == what
+
+
+# -- .source before the first call -------------------------------------------------------
+def test_source_of_an_array_function_before_any_call():
+    # Before a call the arguments are taken to be floats, and `X @ W` of floats
+    # fails: the help must say that, not "multiply by a number with `*`".
+    f = symdiff.grad(cases.array_layer)
+    with pytest.raises(symdiff.TranslationError) as info:
+        f.source
+    check_diagnostic(
+        info.value,
+        single(info.value, "array_layer"),
+        "matmul: an operand is a scalar",
+        "H = np.tanh(X @ W + b)",
+        "X @ W",
+        hint=(
+            "before its first call, `.source` (.ir, .kernel) compiles `array_layer` "
+            "for float arguments (W, b, X), and this needs an array: call "
+            "`array_layer` once with its arrays, then `.source` shows the kernel of "
+            "that call"
+        ),
+        width=len("X @ W"),
+    )
+    f(np.ones((3, 2)), np.ones(2), np.ones((4, 3)))
+    assert "def array_layer_grad(W, b, X):" in f.source
+
+
+def test_source_before_any_call_keeps_other_errors():
+    # `yield` fails for arrays too: its own help stays.
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(cases.uses_yield).source
+    assert "help: return a value instead" in str(info.value)
+    assert "before its first call" not in str(info.value)
 
 
 # -- parameters symdiff cannot take -----------------------------------------------------

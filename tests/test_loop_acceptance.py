@@ -129,7 +129,9 @@ def test_the_tape_of_a_while_loop_is_reported_per_iteration():
 
 def test_checkpoint_must_be_a_positive_int():
     for bad in (0, -3, 2.5, True):
-        with pytest.raises(ValueError, match="checkpoint must be a positive int"):
+        with pytest.raises(
+            symdiff.ArgumentError, match="checkpoint must be a positive int"
+        ):
             symdiff.grad(halve, checkpoint=bad)
 
 

@@ -325,16 +325,121 @@ def _vjp_compiled():
 
 
 def test_from_sympy_errors():
+    # Raised by from_sympy itself, not at the first call of what it returns.
     x, y = sympy.symbols("x y", real=True)
     with pytest.raises(symdiff.ArgumentError) as info:
-        symdiff.from_sympy(x * y, [x])(1.0)
+        symdiff.from_sympy(x * y, [x])
     assert str(info.value) == (
         "from_sympy: symbol `y` is not among the function's symbols\n"
         "  help: add `y` to the symbols list, or substitute a value for it with "
         "expr.subs(...)"
     )
     with pytest.raises(symdiff.ArgumentError, match=r"`gamma` is not supported"):
-        symdiff.from_sympy(sympy.gamma(x), [x])(1.0)
+        symdiff.from_sympy(sympy.gamma(x), [x])
+
+
+SYMBOLS_HELP = "  help: from_sympy(expr, [x, y]) with x, y = sympy.symbols('x y')"
+X = sympy.Symbol("x", real=True)
+
+
+@pytest.mark.parametrize(
+    ("expr", "symbols", "message"),
+    [
+        (
+            None,
+            [X],
+            "from_sympy: expr must be a SymPy expression, or a list, tuple or Matrix "
+            "of them; got None",
+        ),
+        (
+            {1: X},
+            [X],
+            "from_sympy: expr must be a SymPy expression, or a list, tuple or Matrix "
+            "of them; got a `dict` ({1: x})",
+        ),
+        (
+            "x**",
+            [X],
+            "from_sympy: sympy.sympify cannot parse 'x**'\n"
+            "  help: pass the SymPy expression itself (x**2 with x = sympy.Symbol('x'))",
+        ),
+        (
+            X**2,
+            [X, X],
+            "from_sympy: symbol `x` appears more than once in symbols\n"
+            "  help: list each argument once",
+        ),
+        (
+            X,
+            None,
+            "from_sympy: symbols must be the arguments in order, a list or tuple of "
+            f"sympy.Symbol; got None\n{SYMBOLS_HELP}",
+        ),
+        (
+            X,
+            {X},
+            "from_sympy: symbols must be the arguments in order, a list or tuple of "
+            f"sympy.Symbol; got a `set` ({{x}})\n{SYMBOLS_HELP}",
+        ),
+        (
+            X,
+            [X, 2],
+            f"from_sympy: symbols must be sympy.Symbol; entry 1 is an `int` (2)\n"
+            f"{SYMBOLS_HELP}",
+        ),
+        (
+            sympy.Derivative(X**3, X),
+            [X],
+            "from_sympy: `Derivative` is not supported (Derivative(x**3, x))\n"
+            "  help: evaluate it first: expr.doit()",
+        ),
+    ],
+    ids=[
+        "expr-none",
+        "expr-dict",
+        "expr-unparsable",
+        "symbols-repeated",
+        "symbols-none",
+        "symbols-set",
+        "symbols-int",
+        "derivative",
+    ],
+)
+def test_from_sympy_bad_arguments(expr, symbols, message):
+    with pytest.raises(symdiff.ArgumentError) as info:
+        symdiff.from_sympy(expr, symbols)
+    assert str(info.value) == message
+
+
+def test_from_sympy_symbols_with_any_name():
+    # Keywords, names that are not identifiers, and names taken by another
+    # symbol's stand-in all get a parameter name of their own.
+    x = sympy.Symbol("x")
+    odd = [sympy.Symbol("lambda"), sympy.Symbol("a b"), sympy.Symbol("x1"), x]
+    expr = odd[0] ** 2 + 3 * odd[1] + 5 * odd[2] + 7 * x + sympy.Symbol("x", real=True)
+    f = symdiff.from_sympy(expr, [*odd, sympy.Symbol("x", real=True)])
+    assert f.grad(2.0, 1.0, 1.0, 1.0, 1.0) == (4.0, 3.0, 5.0, 7.0, 1.0)
+    assert f(1.0, 1.0, 1.0, 1.0, 1.0) == 17.0
+
+
+def test_from_sympy_strings():
+    x, y = sympy.symbols("x y", real=True)
+    assert symdiff.from_sympy("x**2", ["x"]).grad(3.0) == (6.0,)
+    assert symdiff.from_sympy("x**2", "x").grad(3.0) == (6.0,)
+    assert symdiff.from_sympy("x**2 * y", "x y").grad(3.0, 2.0) == (12.0, 9.0)
+    # A name stands for the expression's symbol of that name, assumptions and all.
+    assert symdiff.from_sympy(x**2 * y, ["x", "y"]).grad(3.0, 2.0) == (12.0, 9.0)
+    assert symdiff.from_sympy("x**2 * y", [x, y]).grad(3.0, 2.0) == (12.0, 9.0)
+    assert symdiff.from_sympy(x**2, x).grad(3.0) == (6.0,)
+
+
+def test_from_sympy_nested_outputs():
+    x, y = sympy.symbols("x y", real=True)
+    f = symdiff.from_sympy([[x * y, x], [y]], [x, y])
+    assert f(1.0, 2.0) == ((2.0, 1.0), (2.0,))
+    assert f.jacobian(1.0, 2.0) == (((2.0, 1.0), (1.0, 0.0)), ((0.0, 1.0),))
+    square = symdiff.from_sympy([[x, x], [x, x]], [x])
+    assert square(3.0) == ((3.0, 3.0), (3.0, 3.0))
 
 
 @symdiff.custom_vjp
