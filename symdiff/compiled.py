@@ -378,6 +378,11 @@ class Compiled:
                 if not isinstance(value, _FLOAT_TYPES):
                     casts[i] = _cast
                 dtype = "float64"
+            elif dtype.startswith("float64") and not device and i not in casts:
+                # float32 (float16) data is computed in float64 like the rest: a
+                # float32 array beside float64 ones has no np.dot in Numba
+                if getattr(value, "dtype", np.float64) != np.float64:
+                    casts[i] = _cast
             dtypes.append(dtype)
         return tuple(dtypes), casts
 

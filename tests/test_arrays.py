@@ -788,3 +788,25 @@ def test_a_length_returned_as_it_is(target):
     out = symdiff.jit(length_and_scaled_sum, target=target)(np.ones(4))
     assert out == (4, 16.0) and type(out[0]) is int
     assert symdiff.jit(length_of, target=target)(np.ones((5, 2))) == 5
+
+
+def projected_energy(A, x):
+    return np.sum((A @ x) ** 2)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_float32_data_is_computed_in_float64(target):
+    """float32 arrays not differentiated are float64 data in the kernel, as the
+    differentiated ones are: a float32 matrix beside a float64 vector in ``@``
+    had no ``np.dot`` in Numba, and ``jit`` rounded to float32 on "python" only."""
+    A = (np.arange(15, dtype=np.float32).reshape(3, 5) / 7).astype(np.float32)
+    x = np.linspace(0.0, 1.0, 5).astype(np.float32)
+    A64, x64 = A.astype(np.float64), x.astype(np.float64)
+    want = 2.0 * A64.T @ (A64 @ x64)
+    np.testing.assert_allclose(
+        symdiff.grad(projected_energy, argnums=1, target=target)(A, x), want, rtol=1e-14
+    )
+    gA = symdiff.grad(projected_energy, argnums=0, target=target)(A, x64)
+    np.testing.assert_allclose(gA, 2.0 * np.outer(A64 @ x64, x64), rtol=1e-14)
+    value = symdiff.jit(projected_energy, target=target)(A, x)
+    assert value == pytest.approx(projected_energy(A64, x64), rel=1e-15)
