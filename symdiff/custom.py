@@ -44,9 +44,12 @@ class custom_vjp:
 
     ``fwd`` returns ``(output, residuals)``; ``bwd(residuals, g)`` returns a tuple
     with one cotangent per input (``None`` for none).  Both are parsed like any other
-    function, so the rule is compiled into the kernels.  For scalar functions a VJP is
-    linear in ``g``, so symdiff evaluates ``bwd`` once at ``g = 1`` to get the local
-    partials, which forward mode uses too.
+    function, so the rule is compiled into the kernels.  Reverse mode evaluates
+    ``bwd`` at the cotangent that reaches the call (above, ``grad`` of
+    ``10 * clip_gradient(x)`` is 1.0, as in JAX).  When ``bwd`` is linear in ``g``
+    (a true derivative rule), its value at ``g = 1`` gives the local partials,
+    which forward mode (``jvp``, ``hessian``) uses too; a rule that is not linear
+    in ``g``, as this one, is for reverse mode only, and forward mode reports it.
     """
 
     def __init__(self, fun: Callable[..., Any]):

@@ -234,18 +234,36 @@ def test_stop_gradient(target):
     assert symdiff.jvp(with_stop, (2.0, 3.0), (1.0, 0.0), target=target)[1] == 6.0
 
 
+def uses_safe_log(x):
+    return 3.0 * safe_log(x * x) + x
+
+
 @pytest.mark.parametrize("target", ["python", "cpu"])
-def test_custom_vjp_in_both_modes(target):
-    # clip_gradient's rule clips the partial at 0.5: d/dx 3*clip(x) = 3 * 0.5
+def test_custom_vjp_rule_at_the_cotangent(target):
+    """bwd runs at the cotangent that reaches the call, as in JAX: clipping it
+    at 0.5 gives 0.5 for 3 * clip_gradient(x), not 3 * 0.5 (a rule evaluated at
+    g = 1 and scaled); a rule that is not linear in g has no forward mode."""
     g = symdiff.grad(uses_custom, target=target)
-    assert g(2.0) == pytest.approx(1.5 + 2.0 / 2.0)
-    assert symdiff.jvp(uses_custom, (2.0,), (1.0,), target=target)[1] == pytest.approx(
-        2.5
+    assert g(2.0) == pytest.approx(0.5 + 2.0 / 2.0)
+    assert symdiff.value_and_grad(uses_custom, target=target)(2.0)[1] == g(2.0)
+    assert symdiff.vjp(uses_custom, 2.0, target=target)[1](0.1) == (
+        pytest.approx(0.1 * 3.0 + 0.1 * 2.0 / 2.0),
     )
     assert symdiff.grad(clip_gradient, target=target)(5.0) == 0.5
     assert symdiff.jit(uses_custom, target=target)(2.0) == pytest.approx(
         6.0 + math.log(4.0)
     )
+    with pytest.raises(symdiff.TranslationError, match="not linear in its cotangent"):
+        symdiff.jvp(uses_custom, (2.0,), (1.0,), target=target)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_custom_vjp_linear_rule_in_both_modes(target):
+    d = 3.0 * 2.0 / 2.0 + 1.0  # 3 * (2x / x**2) + 1 at x = 2
+    assert symdiff.grad(uses_safe_log, target=target)(2.0) == pytest.approx(d)
+    tangent = symdiff.jvp(uses_safe_log, (2.0,), (1.0,), target=target)[1]
+    assert tangent == pytest.approx(d)
+    assert symdiff.hessian(uses_safe_log, target=target)(2.0) == pytest.approx(-1.5)
 
 
 @symdiff.custom_vjp

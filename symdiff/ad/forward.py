@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from symdiff.ad.loops import loop_jvp
+from symdiff.errors import TranslationError
 from symdiff.ir.build import ZERO, add, broadcast_to, mul
 from symdiff.ir.node import Node, topological
 from symdiff.rules import partials
@@ -36,6 +37,9 @@ def jvp_graph(
         if node.op == "loop":
             loop_dots[node] = loop_jvp(node, arg_dots)
             continue
+        if node.op == "custom" and node.attrs[1] is not None:
+            _, _, name, why = node.attrs[1]  # a bwd rule not linear in g
+            raise TranslationError(name, [why])
         jvp = JVPS.get(node.op)
         total: Node | None = None
         if jvp is not None:

@@ -33,8 +33,9 @@ from symdiff.frontend.source import FunctionSource, function_source
 from symdiff.frontend.statements import StatementLowering, _local_names
 from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import build as B
+from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
-from symdiff.ir.node import Node, make
+from symdiff.ir.node import Node, make, topological
 
 
 @dataclass
@@ -145,6 +146,11 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
 
     # -- diagnostics ------------------------------------------------------------
     def error(self, node: ast.AST, message: str, hint: str = "") -> Node:
+        self.diagnostics.append(self.diagnostic(node, message, hint))
+        return self.poison
+
+    def diagnostic(self, node: ast.AST, message: str, hint: str = "") -> Diagnostic:
+        """A problem at ``node`` of the function being lowered (not recorded)."""
         source = self.frame.source
         line = getattr(node, "lineno", 0) or source.tree.lineno
         col = getattr(node, "col_offset", 0)
@@ -154,19 +160,16 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         if end_col is None or end_line != line:
             end_col = len(text.rstrip())
         notes = tuple(f.call_site for f in reversed(self.frames) if f.call_site)
-        self.diagnostics.append(
-            Diagnostic(
-                message,
-                source.display_file,
-                line,
-                col + 1,
-                text,
-                max(1, end_col - col),
-                hint,
-                notes,
-            )
+        return Diagnostic(
+            message,
+            source.display_file,
+            line,
+            col + 1,
+            text,
+            max(1, end_col - col),
+            hint,
+            notes,
         )
-        return self.poison
 
     def where(self) -> tuple[str, str]:
         """``file:line:col`` and the source line of the expression being lowered."""
@@ -327,7 +330,10 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         kwargs: dict[str, Value],
     ) -> Value:
         """A call of a ``custom_vjp`` function: the value comes from ``fwd``, the
-        partials from ``bwd`` at cotangent 1 (a scalar VJP is linear in it)."""
+        partials from ``bwd`` at cotangent 1 when ``bwd`` is linear in it (then
+        forward mode uses them too); a ``bwd`` that is not (gradient clipping)
+        is kept whole, a graph of a cotangent variable that reverse mode
+        replaces by the adjoint (:func:`custom_rule`)."""
         name = custom.__name__
         if custom.fwd is None or custom.bwd is None:
             return self.error(
@@ -377,7 +383,35 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
                     "something that is not a number or None",
                 )
         nodes = [v for v in inputs if isinstance(v, Node)]
-        return make("custom", (*nodes, out), (tuple(partials),), dtype=out.dtype)
+        rule = self._nonlinear_rule(call, custom, residuals, len(inputs))
+        return make("custom", (*nodes, out), (tuple(partials), rule), dtype=out.dtype)
+
+    def _nonlinear_rule(
+        self, call: ast.AST, custom: custom_vjp, residuals: Value, n: int
+    ) -> tuple[Node, tuple[Node | None, ...], str, Diagnostic] | None:
+        """``bwd`` at a cotangent variable ``g``, if some cotangent it returns is
+        not linear in ``g`` (its derivative in ``g`` still depends on ``g``):
+        ``(g, cotangents, its name, the diagnostic forward mode raises)``; else
+        None."""
+        from symdiff.ad.forward import jvp_graph
+
+        g = L.var("g")
+        cts = self.inline(call, custom.bwd, [residuals, g], {})  # type: ignore[arg-type]
+        assert isinstance(cts, tuple) and len(cts) == n  # as at g = 1
+        rules = tuple(ct if isinstance(ct, Node) else None for ct in cts)
+        slopes, _ = jvp_graph([ct for ct in rules if ct is not None], [(g, B.ONE)])
+        if all(g not in set(topological([s])) for s in slopes):
+            return None
+        name = custom.__name__
+        why = self.diagnostic(
+            call,
+            f"the bwd rule of `{name}` is not linear in its cotangent, so "
+            f"`{name}` has no forward-mode derivative (jvp, a forward Jacobian, "
+            "the outer pass of hessian)",
+            "differentiate it in reverse mode (grad, value_and_grad, vjp, "
+            "jacobian(..., mode='reverse')), or write a bwd rule linear in g",
+        )
+        return g, rules, name, why
 
 
 _LIBRARY_DIRS = tuple(
