@@ -1,16 +1,20 @@
 """User functions that ``tests/test_cli.py`` runs the command line on.
 
 A real file, imported by the CLI as users' files are.  It prints at import time on
-purpose: the CLI must keep that out of its own output.  Error positions used by
-the tests are found by searching this file's text, so nothing depends on line
-numbers.
+purpose, to stdout and to stderr: the CLI must keep that out of its own output.
+Error positions used by the tests are found by searching this file's text, so
+nothing depends on line numbers.
 """
 
 import math
+import sys
+
+import numpy as np
 
 import symdiff
 
 print("cli_cases imported (this line must not reach the CLI's output)")
+print("cli_cases imported (nor this one, on stderr)", file=sys.stderr)
 
 NOT_A_FUNCTION = 3.0
 
@@ -86,3 +90,37 @@ def power(x, n, flag):
     if n > 2:
         return 2.0 * y
     return y
+
+
+def smooth_exp(x):
+    # Its Hessian entry is the gradient's node itself: exp(x).
+    return math.exp(x)
+
+
+def reciprocal(x):
+    return 1.0 / x
+
+
+def scaled(x, y=2.0):
+    return x * y
+
+
+class NotAFunction:
+    def method(self, x):
+        return x
+
+
+def total(x):
+    return np.sum(x * x)
+
+
+def product_tanh(X, w):
+    # A matrix product: np.dot in the kernel, BLAS in Numba.
+    return np.sum(np.tanh(X @ w))
+
+
+def sine_loop(x, n: int):
+    s = 0.0
+    for i in range(n):
+        s = s + math.sin(x * s + i) * x
+    return s

@@ -35,10 +35,11 @@ __all__ = ["load_target", "main", "parse_wrt"]
 def main(ctx: click.Context, color: bool | None) -> None:
     """Exact derivatives of numerical Python, as readable Numba kernels.
 
-    FILE.py:FUNC names a function of scalars in a Python file (the file is
-    imported; what it prints is hidden unless importing fails).  A module on
-    the import path works too: package.module:FUNC.  Parameters are float64
-    unless --arg NAME=KIND says i64 or bool (arrays are planned).
+    FILE.py:FUNC names a function in a Python file (the file is imported;
+    what it prints, to stdout or stderr, is hidden unless importing fails).  A
+    module on the import path or in the working directory works too:
+    package.module:FUNC.  Parameters are float64 unless --arg NAME=KIND says
+    i64, bool or an array such as f64[3,4].
 
     \b
     Examples:

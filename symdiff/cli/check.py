@@ -121,12 +121,17 @@ def compare(
 ) -> Row:
     """ok within ``atol + rtol * scale``; otherwise a mismatch, unless the finite
     difference itself is not settled (it moved by more than the tolerance when
-    the step halved: a kink, a branch switch or a singularity within the step)."""
+    the step halved, or it is not finite: a kink, a branch switch or a
+    singularity within the step).  A derivative that is infinite or NaN (at a
+    singularity: ``1/x`` at 0) is never ok; it is a mismatch only where the
+    finite difference settled on a finite value."""
     err = abs(exact - approx.value)
     scale = max(abs(exact), abs(approx.value))
     tol = atol + rtol * scale
     if not (math.isfinite(exact) and math.isfinite(approx.value)):
-        status, rel = MISMATCH, math.nan
+        fd_tol = atol + rtol * abs(approx.value)
+        settled = math.isfinite(approx.value) and approx.spread <= fd_tol
+        status, rel = MISMATCH if settled else UNSTABLE, math.nan
     else:
         rel = err / scale if scale > 0 else 0.0
         status = OK if err <= tol else UNSTABLE if approx.spread > tol else MISMATCH
@@ -373,8 +378,9 @@ def check_command(
     derivative differs by more than ATOL + RTOL * max(|symdiff|, |finite diff|).
     The reference is FUNC run by Python itself, differenced with central
     stencils at two steps (Richardson-extrapolated).  Where those two disagree
-    (a kink, a branch switch or a singularity within the step) the row says
-    "unstable" and does not count as a mismatch.
+    (a kink, a branch switch or a singularity within the step, such as 1/x at
+    0, where symdiff's derivative is infinite) the row says "unstable" and does
+    not count as a mismatch.
 
     With --arg n=i64 or flag=bool, those parameters are ints and bools (random
     integers in the domain, random true/false); without --wrt only the float64

@@ -1,5 +1,6 @@
 """``symdiff grad``, ``jacobian`` and ``hessian``: show a derivative kernel, or
-evaluate it at points.
+evaluate it at points.  The Jacobian and Hessian of an array function have no
+kernel (the API computes them a sweep at a time): they can only be evaluated.
 
 Kernels are built with ``target="python"``: showing or evaluating them once does
 not need Numba's compile time (the source is the same either way).  The kernel
@@ -15,12 +16,14 @@ from typing import Any
 
 import click
 import numpy as np
+from click.core import ParameterSource
 
 import symdiff
 from symdiff.cli.kinds import (
     arg_option,
     describe,
     infer_option,
+    is_array,
     is_typed,
     kernel_dtypes,
     select_kernel,
@@ -35,6 +38,7 @@ from symdiff.cli.report import (
     write_json,
 )
 from symdiff.cli.target import (
+    Failure,
     Target,
     Value,
     argument_kinds,
@@ -46,7 +50,8 @@ from symdiff.cli.target import (
     wrt_names,
 )
 from symdiff.compiled import Compiled
-from symdiff.kernel import Kernel
+from symdiff.ir.node import topological
+from symdiff.ir.ops import CONTROL_OPS
 
 EMITS = ("source", "ir", "latex", "sympy", "json")
 
@@ -63,7 +68,8 @@ emit_option = click.option(
     default="source",
     show_default=True,
     help="What to print: the kernel's source, its IR listing, LaTeX or SymPy "
-    "formulas, or everything as JSON (same as --json).",
+    "formulas (not for kernels with loops), or everything as JSON (same as "
+    "--json).  Not with --at, except as JSON.",
 )
 at_option = click.option(
     "--at",
@@ -73,7 +79,7 @@ at_option = click.option(
     help="Evaluate at x=1.0,y=2.0 (or 1.0,2.0) instead of printing the kernel; "
     "repeat for several points.  Values of i64 parameters are integers, of bool "
     "ones true or false; an array is written as nested lists, X=[[1,2],[3,4]] "
-    "(its kind and shape follow).",
+    "(its kind and shape follow).  A parameter with a default may be left out.",
 )
 
 
@@ -82,7 +88,24 @@ def kind_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return arg_option(infer_option(command))
 
 
-def _sympy_lines(compiled: Compiled) -> dict[str, str]:
+def _no_loops(compiled: Compiled, target: Target, kind: str) -> None:
+    """Formulas (``--emit latex``, ``--emit sympy``) exist for kernels without
+    loops: a loop stays a loop in the kernel, whatever its trip count."""
+    if any(node.op in CONTROL_OPS for node in topological(compiled.kernel.outputs)):
+        raise Failure(
+            f"the {kind} of {target.label} runs a loop, and a loop has no formula "
+            "(LaTeX or SymPy) form\n  help: print the kernel with --emit source "
+            "(or its graph with --emit ir), or evaluate it with --at"
+        )
+
+
+def _latex(compiled: Compiled, target: Target, kind: str) -> str:
+    _no_loops(compiled, target, kind)
+    return compiled.latex()
+
+
+def _sympy_lines(compiled: Compiled, target: Target, kind: str) -> dict[str, str]:
+    _no_loops(compiled, target, kind)
     exprs = list(flat(compiled.to_sympy()))
     names = compiled.kernel.output_names
     return {name: str(expr) for name, expr in zip(names, exprs, strict=True)}
@@ -90,11 +113,10 @@ def _sympy_lines(compiled: Compiled) -> dict[str, str]:
 
 def _evaluate(
     compiled: Compiled,
-    kernel: Kernel,
+    names: Sequence[str],
     target: Target,
     points: Sequence[tuple[Value, ...]],
 ) -> list[dict[str, Any]]:
-    names = kernel.output_names
     results = []
     for point in points:
         # The API picks the kernel by the arguments' types: ints and bools for
@@ -114,6 +136,59 @@ def _evaluate(
     return results
 
 
+def _by_sweeps(kind: str, compiled: Compiled, kinds: Sequence[str]) -> bool:
+    """A Jacobian or Hessian that the API computes a sweep at a time (array
+    arguments or outputs), so that no one kernel can be shown."""
+    if kind == "hessian":
+        return any(is_array(k) for k in kinds)
+    if kind == "jacobian":
+        return compiled._array_jacobian_needed(kernel_dtypes(compiled, kinds))
+    return False
+
+
+def _sweep_names(
+    kind: str, target: Target, argnums: Any, kinds: Sequence[str]
+) -> list[str]:
+    """Names of the blocks of a swept Jacobian or Hessian, in the order the API
+    returns them, as the scalar kernels name their entries."""
+    wrt = wrt_names(target, argnums)
+    if kind == "hessian":
+        return [f"d2_d{a}_d{b}" for a in wrt for b in wrt]
+    forward = symdiff.jit(target.fn, target="python")
+    outs = select_kernel(forward, kinds).output_names
+    return [f"d{out}_d{w}" for out in outs for w in wrt]
+
+
+def _echo_results(
+    kind: str,
+    target: Target,
+    parsed: Sequence[tuple[Value, ...]],
+    results: Sequence[dict[str, Any]],
+) -> None:
+    for point, result in zip(parsed, results, strict=True):
+        where = format_point(target.params, point)
+        click.echo(f"{kind} of `{target.name}` at {where}:")
+        for name, value in result["values"].items():
+            if isinstance(value, list):
+                text = np.array2string(
+                    np.asarray(value), precision=8, separator=", ", threshold=50
+                )
+                click.echo(f"  {name} = " + text.replace("\n", "\n    "))
+            else:
+                click.echo(f"  {name} = {number(value)}")
+
+
+def _check_emit(emit: str, points: Sequence[str], as_json: bool) -> None:
+    """``--emit`` prints the kernel, ``--at`` its values: both at once only as
+    JSON, which has room for the two."""
+    given = click.get_current_context().get_parameter_source("emit")
+    if points and emit != "json" and not as_json and given != ParameterSource.DEFAULT:
+        raise click.UsageError(
+            f"--emit {emit} prints the derivative and --at evaluates it: give one "
+            "of them (with --json, the output has both)"
+        )
+
+
 def show(
     kind: str,
     build: Callable[[Callable[..., Any], Any], Compiled],
@@ -126,13 +201,25 @@ def show(
     infer_kinds: bool = False,
 ) -> None:
     """Build one transform of the target and print what was asked for."""
+    _check_emit(emit, points, as_json)
     target = load_target(target_spec)
     kinds = argument_kinds(target, arg_kinds, points, infer_kinds)
     argnums = parse_wrt(target, wrt, kinds)
     parsed = [parse_point(target, text, kinds) for text in points]
     compiled = build(target.fn, argnums)
+    if parsed and _by_sweeps(kind, compiled, kinds):
+        # No one kernel (select_kernel says so without --at): the API's values.
+        names = _sweep_names(kind, target, argnums, kinds)
+        swept = _evaluate(compiled, names, target, parsed)
+        if as_json or emit == "json":
+            write_json(_sweeps_payload(kind, compiled, target, argnums, kinds, swept))
+        else:
+            _echo_results(kind, target, parsed, swept)
+        return
     kernel = select_kernel(compiled, kinds)  # build it now: errors before any output
-    results = _evaluate(compiled, kernel, target, parsed) if parsed else None
+    results = None
+    if parsed:
+        results = _evaluate(compiled, kernel.output_names, target, parsed)
     select_kernel(compiled, kinds)  # `compiled.kernel` (latex, sympy) is this one
     if as_json or emit == "json":
         payload = _payload(kind, compiled, target, argnums, emit, kinds)
@@ -140,19 +227,17 @@ def show(
             payload["results"] = results
         write_json(payload)
     elif results is not None:
-        for point, result in zip(parsed, results, strict=True):
-            where = format_point(target.params, point)
-            click.echo(f"{kind} of `{target.name}` at {where}:")
-            for name, value in result["values"].items():
-                if isinstance(value, list):
-                    text = np.array2string(
-                        np.asarray(value), precision=8, separator=", ", threshold=50
-                    )
-                    click.echo(f"  {name} = " + text.replace("\n", "\n    "))
-                else:
-                    click.echo(f"  {name} = {number(value)}")
-    elif emit == "source":
-        source = kernel.source
+        _echo_results(kind, target, parsed, results)
+    else:
+        _echo_kernel(kind, emit, compiled, target, kinds)
+
+
+def _echo_kernel(
+    kind: str, emit: str, compiled: Compiled, target: Target, kinds: Sequence[str]
+) -> None:
+    """The kernel as ``--emit`` says: source, IR listing, LaTeX or SymPy."""
+    if emit == "source":
+        source = compiled.kernel.source
         if is_typed(kinds):
             dtypes = kernel_dtypes(compiled, kinds)
             source = with_signature(source, target.params, dtypes)
@@ -160,9 +245,9 @@ def show(
     elif emit == "ir":
         click.echo(compiled.ir)
     elif emit == "latex":
-        click.echo(compiled.latex())
+        click.echo(_latex(compiled, target, kind))
     else:
-        lines = _sympy_lines(compiled)
+        lines = _sympy_lines(compiled, target, kind)
         click.echo("\n".join(f"{name} = {expr}" for name, expr in lines.items()))
 
 
@@ -197,9 +282,35 @@ def _payload(
     if kernel.mode:
         payload["mode"] = kernel.mode
     if emit == "latex":
-        payload["latex"] = compiled.latex()
+        payload["latex"] = _latex(compiled, target, kind)
     if emit == "sympy":
-        payload["sympy"] = _sympy_lines(compiled)
+        payload["sympy"] = _sympy_lines(compiled, target, kind)
+    return payload
+
+
+def _sweeps_payload(
+    kind: str,
+    compiled: Compiled,
+    target: Target,
+    argnums: Any,
+    kinds: Sequence[str],
+    results: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The JSON object of a Jacobian or Hessian computed a sweep at a time: the
+    values, and no kernel (none computes them all)."""
+    payload: dict[str, Any] = {
+        "ok": True,
+        "command": kind,
+        "target": target.spec,
+        "function": target.name,
+        "location": compiled.kernel.traced.location,
+        "wrt": wrt_names(target, argnums),
+        "kinds": describe(target.params, kinds),
+        "outputs": list(results[0]["values"]),
+    }
+    if compiled.mode:
+        payload["mode"] = compiled.mode
+    payload["results"] = results
     return payload
 
 
@@ -281,6 +392,8 @@ def jacobian_command(
     """The Jacobian of FUNC in FILE.py (which may return a tuple of numbers).
 
     J[i][j] is d out_i / d arg_j; the kernel's header says which mode was used.
+    With array arguments or outputs it is computed a sweep at a time, by no
+    single kernel: give --at to print its values.
 
     \b
     Examples:
@@ -288,6 +401,7 @@ def jacobian_command(
       symdiff jacobian model.py:f --mode forward --emit ir
       symdiff jacobian model.py:f --at r=1.0,theta=0.5
       symdiff jacobian model.py:f --arg k=i64 --at r=1.0,theta=0.5,k=2
+      symdiff jacobian model.py:norm --at 'x=[1,2,3]'
     """
 
     def build(fn: Callable[..., Any], argnums: Any) -> Compiled:
@@ -315,12 +429,16 @@ def hessian_command(
 ) -> None:
     """The Hessian of a scalar function FUNC in FILE.py (forward-over-reverse).
 
+    With array arguments it is computed a Hessian-vector product at a time, by
+    no single kernel: give --at to print its values.
+
     \b
     Examples:
       symdiff hessian examples/seed001_partial.py:f
       symdiff hessian model.py:f --wrt x,y --at x=1.0,y=2.0
       symdiff hessian model.py:f --emit latex
       symdiff hessian model.py:power --arg n=i64 --at x=2,n=3
+      symdiff hessian model.py:norm --at 'x=[1,2,3]'
     """
 
     def build(fn: Callable[..., Any], argnums: Any) -> Compiled:

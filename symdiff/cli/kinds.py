@@ -298,13 +298,15 @@ def short(kind: str) -> str:
     return SHORT[kind]
 
 
-def numba_type(dtype: str) -> str:
-    """A kernel dtype (``float64``, ``float64[:,1]``) as a Numba signature type."""
+def numba_type(dtype: str, contiguous: bool = True) -> str:
+    """A kernel dtype (``float64``, ``float64[:,1]``) as a Numba signature type:
+    for an array, C-contiguous (``float64[:, ::1]``, what NumPy makes and BLAS
+    wants) or, with ``contiguous=False``, of any layout (``float64[:, :]``)."""
     if is_array(dtype):
         base = dtype[: dtype.index("[")]
         rank = dtype.count(",") + 1
-        # C-contiguous (``::1``): what NumPy makes, and what BLAS wants
-        return f"{NUMBA_TYPES[base]}[{', '.join([':'] * (rank - 1) + ['::1'])}]"
+        last = "::1" if contiguous else ":"
+        return f"{NUMBA_TYPES[base]}[{', '.join([':'] * (rank - 1) + [last])}]"
     return NUMBA_TYPES[dtype]
 
 

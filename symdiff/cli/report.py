@@ -35,7 +35,7 @@ def reports_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 return command(*args, **kwargs)
             except SymdiffError as exc:
-                raise Failure(_for_the_command_line(exc)) from None
+                raise Failure(_for_the_command_line(exc, "points" in kwargs)) from None
         except click.ClickException as exc:
             if kwargs.get("as_json") or kwargs.get("emit") == "json":
                 write_json(
@@ -50,13 +50,24 @@ def reports_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _for_the_command_line(exc: SymdiffError) -> str:
-    """The message, with advice about Python keywords the CLI has no flag for
-    replaced by the command that helps."""
+def _for_the_command_line(exc: SymdiffError, takes_points: bool) -> str:
+    """The message, with advice about Python the CLI has a flag or a command
+    for (``has_aux``; calling the API for values, where the command takes
+    ``--at``) replaced by that."""
     message = str(exc)
     head, sep, advice = message.partition("\n  help: ")
     if isinstance(exc, OutputError) and sep and "has_aux" in advice:
         return f"{head}\n  help: `symdiff jacobian` differentiates every output"
+    if (
+        takes_points
+        and isinstance(exc, OutputError)
+        and head.endswith("no single kernel computes it")
+    ):
+        return (
+            f"{head}\n  help: pass --at to compute its values (an array as nested "
+            "lists: --at 'x=[1,2,3]'); `symdiff grad` prints the kernel of the "
+            "gradient of a function returning one number"
+        )
     return message
 
 

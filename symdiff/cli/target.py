@@ -2,10 +2,11 @@
 typed by the parameters' kinds (``--arg``, see :mod:`symdiff.cli.kinds`).
 
 A target file is imported as a module (symdiff resolves the names a function uses
-to live objects, so the file must run), with its own printing captured: it is
-shown only if the import fails, so that a script that prints at import time does
-not garble the command's output.  Problems with what the user typed are usage
-errors (exit 2); problems found in the user's code are failures (exit 1).
+to live objects, so the file must run), with its own printing (stdout and
+stderr) captured: it is shown only if the import fails, so that a script that
+prints at import time does not garble the command's output.  Problems with
+what the user typed are usage errors (exit 2); problems found in the user's code
+are failures (exit 1).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -36,6 +37,7 @@ from symdiff.cli.kinds import (
     literal_array_kind,
     parse_kinds,
     parse_value,
+    short,
     split_items,
 )
 from symdiff.compiled import Compiled
@@ -54,7 +56,8 @@ class Target:
     """A function named on the command line.
 
     ``fn`` is the function to differentiate (a symdiff-decorated function is
-    unwrapped to the user's own), ``params`` its positional parameter names.
+    unwrapped to the user's own), ``params`` its positional parameter names,
+    ``defaults`` the default values of those that have one.
     """
 
     spec: str
@@ -63,30 +66,52 @@ class Target:
     name: str
     fn: Callable[..., Any]
     params: tuple[str, ...]
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         return f"`{self.name}` ({self.where})"
 
 
+_SPEC_HELP = "expected FILE.py:FUNC (or module:FUNC)"
+
+
 def load_target(spec: str) -> Target:
-    """Resolve ``path/to/file.py:func`` or ``package.module:func``."""
+    """Resolve ``path/to/file.py:func`` or ``package.module:func``.
+
+    The function's name follows the last colon, so a file whose name has a
+    colon works (``a:b.py:f``); a spec whose part before it names no ``.py``
+    file and still has a colon (``m.py:f:g``) is a usage error.
+    """
     where, sep, name = spec.rpartition(":")
     if not sep or not where or not name:
         raise bad_target(
-            f"expected FILE.py:FUNC (or module:FUNC), got {spec!r}; "
-            "for example examples/seed004_chain.py:z"
+            f"{_SPEC_HELP}, got {spec!r}; for example examples/seed004_chain.py:z"
         )
-    is_file = where.endswith(".py") or os.sep in where or "/" in where
+    if ":" in where and not (where.endswith(".py") or os.path.isfile(where)):
+        raise bad_target(
+            f"{spec!r} has too many colons: {_SPEC_HELP}, for example "
+            "examples/seed004_chain.py:z"
+        )
+    is_file = (
+        where.endswith(".py")
+        or os.sep in where
+        or "/" in where
+        or os.path.isfile(where)
+    )
     module = _import_file(where) if is_file else _import_module(where)
     fn = _lookup(module, where, name)
     if isinstance(fn, Compiled):
         # The user's own function under a symdiff decorator (update_wrapper).
         fn = getattr(fn, "__wrapped__", fn)
-    return Target(spec, where, is_file, name, fn, _positional(fn))
+    return Target(spec, where, is_file, name, fn, _positional(fn), _defaults(fn))
 
 
 def _import_module(name: str) -> types.ModuleType:
+    # As `python -m` does: a module in the working directory can be named.
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         return importlib.import_module(name)
     except SyntaxError as exc:
@@ -100,6 +125,8 @@ def _import_file(path: str) -> types.ModuleType:
         raise bad_target(f"no such file: {path}")
     if os.path.isdir(path):
         raise bad_target(f"{path} is a directory; expected a Python file")
+    if not path.endswith(".py"):
+        raise bad_target(f"{path} is not a .py file; {_SPEC_HELP}")
     stem = os.path.splitext(os.path.basename(path))[0]
     # Registered under its own name so that it can import its neighbours and be
     # found by pickle/dataclasses, unless that name belongs to another module.
@@ -115,9 +142,9 @@ def _import_file(path: str) -> types.ModuleType:
     folder = os.path.dirname(os.path.abspath(path))
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    printed = io.StringIO()
+    printed = io.StringIO()  # stdout and stderr, interleaved as written
     try:
-        with contextlib.redirect_stdout(printed):
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(module_name, None)
@@ -183,6 +210,8 @@ def _lookup(module: types.ModuleType, where: str, name: str) -> Callable[..., An
             raise bad_target(
                 f"{where} has no function `{name}`{_suggest(module, name)}"
             )
+    if isinstance(obj, type):
+        raise bad_target(f"`{name}` in {where} is a class, not a function")
     if not callable(obj):
         raise bad_target(
             f"`{name}` in {where} is a {type(obj).__name__}, not a function"
@@ -214,6 +243,15 @@ def _positional(fn: Callable[..., Any]) -> tuple[str, ...]:
         return ()
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds)
+
+
+def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The default values of the parameters that have one."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params if p.default is not p.empty}
 
 
 # -- --wrt --------------------------------------------------------------------------
@@ -255,7 +293,9 @@ def parse_wrt(
 
 def _nothing_by_default(target: Target, kinds: Sequence[str]) -> str:
     listed = ", ".join(f"{p}: {k}" for p, k in zip(target.params, kinds, strict=True))
-    ints = [p for p, k in zip(target.params, kinds, strict=True) if k == INT]
+    ints = [
+        p for p, k in zip(target.params, kinds, strict=True) if k.split("[")[0] == INT
+    ]
     if not ints:
         return f"`{target.name}` has no parameter to differentiate ({listed})"
     return (
@@ -350,11 +390,12 @@ def parse_point(
     target: Target, text: str, kinds: Sequence[str] | None = None
 ) -> tuple[Value, ...]:
     """``--at x=1,y=2`` (or ``--at 1,2``) as a tuple of values: floats, or ints
-    and bools for the parameters ``kinds`` says are int64 or bool."""
+    and bools for the parameters ``kinds`` says are int64 or bool.  A parameter
+    left out takes its default value, as in a Python call."""
     params = target.params
     kinds = tuple(kinds) if kinds is not None else (FLOAT,) * len(params)
     raw = point_items(target, text)
-    missing = [p for p in params if p not in raw]
+    missing = [p for p in params if p not in raw and p not in target.defaults]
     if missing:
         raise click.BadParameter(
             f"no value for {', '.join(missing)} in {text!r}; "
@@ -362,9 +403,29 @@ def parse_point(
             param_hint="'--at'",
         )
     return tuple(
-        parse_value(raw[p], kind, p, "--at")
+        parse_value(raw[p], kind, p, "--at") if p in raw else _default(target, p, kind)
         for p, kind in zip(params, kinds, strict=True)
     )
+
+
+def _default(target: Target, name: str, kind: str) -> Value:
+    """A parameter's default value as a value of its kind (``y=2`` is 2.0 for a
+    float64 parameter), or a usage error when it is not one."""
+    value = target.defaults[name]
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == BOOL:
+        fits = isinstance(value, bool)
+    elif kind == INT:
+        fits = number and float(value).is_integer()
+    else:
+        fits = kind == FLOAT and number
+    if not fits:
+        raise click.BadParameter(
+            f"no value for {name}, and its default ({value!r}) is not a "
+            f"{short(kind)} value; give {name}=... too",
+            param_hint="'--at'",
+        )
+    return bool(value) if kind == BOOL else int(value) if kind == INT else float(value)
 
 
 _EXAMPLE = {INT: "{k}", BOOL: "true", FLOAT: "{k}.0"}

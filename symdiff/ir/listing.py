@@ -81,11 +81,21 @@ def listing(
     output_names : sequence of str
         A label per output (``"value"``, ``"x_bar"``).
     hints : mapping, optional
-        User-facing names shown as trailing comments.
+        User-facing names shown as trailing comments.  An output is labelled
+        with what it is returned as when its hint names something else (the
+        gradient ``x_bar`` that is also a Hessian entry ``d2_dx_dx``).
     params : sequence of Node, optional
         Listed first, in this order (the kernel's signature).
     """
-    hints = hints or {}
+    returned: dict[Node, list[str]] = {}
+    for name, out in zip(output_names, outputs, strict=True):
+        returned.setdefault(out, []).append(name)
+    hints = {
+        node: ", ".join(returned[node])
+        if node in returned and hint not in returned[node]
+        else hint
+        for node, hint in (hints or {}).items()
+    }
     by_index = {p.attrs[0]: str(p.attrs[1]) for p in params}
 
     def names(i: int) -> str:
