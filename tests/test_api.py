@@ -210,6 +210,46 @@ def test_module_constants():
     assert symdiff.jit(constants)(1.0) == pytest.approx(constants(1.0))
 
 
+COEFFS = [0.5, -1.0, 2.0]  # module-level list, array, nested list
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+TABLE = [[1.0, 2.0], [3.0, 4.0]]
+TOO_BIG = np.zeros(5000)
+NAME = "horner"
+
+
+def horner_globals(x, n):
+    s = 0.0
+    for i in range(n):  # a run-time index into a list of numbers
+        s = s * x + COEFFS[i]
+    a, b = TABLE[1]
+    return s + np.sum(WEIGHTS * x) + WEIGHTS[2] * x * x + len(COEFFS) * a * b * x
+
+
+def too_big(x):
+    return np.sum(TOO_BIG * x)
+
+
+def indexes_a_string(x):
+    return x * len(NAME[0])
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_module_lists_and_arrays_are_constants(target):
+    """Their values when the transform is built, as JAX reads globals: lists of
+    numbers as tuples (indexed at run time too), small arrays as arrays."""
+    value, slope = symdiff.value_and_grad(horner_globals, target=target)(0.5, 3)
+    assert value == horner_globals(0.5, 3)
+    assert slope == pytest.approx(2 * 0.5 * 0.5 - 1.0 + 6.0 + 2 * 3.0 * 0.5 + 36.0)
+
+
+def test_global_values_that_cannot_be_constants_are_named():
+    with pytest.raises(symdiff.TranslationError, match="5000 elements") as exc:
+        symdiff.grad(too_big)(1.0)
+    assert "pass it as an argument" in str(exc.value)
+    with pytest.raises(symdiff.TranslationError, match="a `str` cannot be indexed"):
+        symdiff.grad(indexes_a_string)(1.0)
+
+
 def test_source_is_deterministic_and_in_linecache():
     a = symdiff.value_and_grad(f2, argnums=(0, 1)).source
     b = symdiff.value_and_grad(f2, argnums=(0, 1)).source

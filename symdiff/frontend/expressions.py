@@ -91,6 +91,26 @@ def python_value(obj: Any) -> Value:
     return Static(obj)
 
 
+def global_value(obj: Any) -> Value:
+    """A module-level or closure variable as a constant, its value when the
+    transform is built (as JAX reads globals): numbers and tuples as they are,
+    lists of numbers as tuples, NumPy arrays as constant arrays (small ones;
+    :func:`symdiff.frontend.arrays.constant_array` says why not otherwise)."""
+    if isinstance(obj, np.ndarray):
+        return AR.constant_array(obj)
+    frozen = _frozen(obj)
+    return python_value(frozen if frozen is not None else obj)
+
+
+def _frozen(obj: Any) -> Any:
+    """A list of numbers (nested lists too) as tuples; None for anything else.
+    Recursive in the nesting of the user's list, never in a graph."""
+    if not isinstance(obj, list):
+        return obj if isinstance(obj, (int, float, np.number)) else None
+    items = [_frozen(o) for o in obj]
+    return None if any(i is None for i in items) else tuple(items)
+
+
 class ExpressionLowering:
     """Mixin of :class:`symdiff.frontend.lower.Lowerer`: expressions to values."""
 
@@ -253,11 +273,12 @@ class ExpressionLowering:
         if node.id in code.co_freevars and fn.__closure__:
             cell = fn.__closure__[code.co_freevars.index(node.id)]
             try:
-                return python_value(cell.cell_contents)
+                contents = cell.cell_contents
             except ValueError:
                 return self.error(node, f"closure variable `{node.id}` is not set yet")
+            return global_value(contents)
         if node.id in fn.__globals__:
-            return python_value(fn.__globals__[node.id])
+            return global_value(fn.__globals__[node.id])
         if hasattr(builtins, node.id):
             return Static(getattr(builtins, node.id))
         return self.error(
@@ -402,6 +423,15 @@ class ExpressionLowering:
         self, node: ast.Subscript, values: list[Value], test: bool
     ) -> Value:
         base, index = values
+        run_time = (
+            isinstance(index, Node)
+            and index.op != "const"
+            and not index.shape
+            and index.dtype == "int64"
+        )
+        if run_time and isinstance(base, tuple) and base:
+            if all(isinstance(b, Node) and not b.shape for b in base):
+                base = AR.array(base)  # COEFFS[i] in a loop: an array of them
         if isinstance(base, Node) and base.shape:
             if isinstance(node.slice, ast.List):
                 index = (index,)  # x[[0, 2]]: a list of positions, not x[0, 2]
@@ -419,15 +449,21 @@ class ExpressionLowering:
                 "index the array before reducing it, or drop the index",
             )
         if not isinstance(base, tuple):
+            kind = type(base.obj).__name__ if isinstance(base, Static) else "value"
             return self.error(
                 node,
-                "indexing is only supported on tuples for now",
-                "array indexing is planned; unpack tuples with `a, b = t`",
+                f"a `{kind}` cannot be indexed in differentiated code",
+                "index arrays, tuples, or lists of numbers",
             )
         if not (
             isinstance(index, Node) and index.op == "const" and index.dtype == "int64"
         ):
-            return self.error(node.slice, "a tuple index must be a constant integer")
+            return self.error(
+                node.slice,
+                "a tuple of arrays or tuples needs a constant integer index",
+                "index it with a constant, or make the items numbers (an index "
+                "computed at run time reads an array of them)",
+            )
         i = index.value
         if not -len(base) <= i < len(base):
             return self.error(
