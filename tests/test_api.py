@@ -205,6 +205,15 @@ def constants(x):
     return math.pi * x + math.e + np.pi * OFFSET
 
 
+def big_ints(x):
+    return x * (10**20) / 10**19 + 2**70 * 0.0
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_ints_beyond_int64_are_floats(target):
+    assert symdiff.value_and_grad(big_ints, target=target)(1.5) == (15.0, 10.0)
+
+
 def test_module_constants():
     assert symdiff.grad(constants)(1.0) == pytest.approx(math.pi)
     assert symdiff.jit(constants)(1.0) == pytest.approx(constants(1.0))
