@@ -558,6 +558,7 @@ class Compiled:
         spec = self._spec
         n = self._nparams
         wrt = [i % n for i in spec.wrt]
+        swept = tuple(dict.fromkeys(wrt))  # what the jvp and vjp kernels take
         everything = tuple(range(n))
         build = functools.partial(
             build_kernel,
@@ -571,7 +572,8 @@ class Compiled:
 
         def kernel(kind: str) -> Kernel:
             if kind not in kernels:
-                kernels[kind] = build(spec=Spec(kind, everything))
+                which = everything if kind == "jit" else swept
+                kernels[kind] = build(spec=Spec(kind, which))
             self._last = kernels[kind]
             return kernels[kind]
 
@@ -588,7 +590,7 @@ class Compiled:
                 jvp = kernel("jvp").compiled
                 for col, i in enumerate(wrt):
                     for e, tangents in _unit_directions(shapes, i):
-                        _, dots = jvp(*args, *tangents)
+                        _, dots = jvp(*args, *(tangents[j] for j in swept))
                         for k, d in enumerate(leaves(dots)):
                             blocks[k][col][(..., *e)] = d
             else:
@@ -598,7 +600,7 @@ class Compiled:
                     for e, cotangents in _unit_directions(out_shapes, k):
                         grads = vjp(*args, *cotangents)
                         for col, i in enumerate(wrt):
-                            blocks[k][col][e] = grads[i]
+                            blocks[k][col][e] = grads[swept.index(i)]
             cells = iter(
                 b[0] if isinstance(spec.argnums, int) else tuple(b) for b in blocks
             )

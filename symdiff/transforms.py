@@ -233,18 +233,26 @@ def _extra_param(
     return node, checks
 
 
+def _chosen(traced: Traced, spec: Spec) -> list[int]:
+    """The parameters a jvp or vjp kernel takes tangents for or returns adjoints
+    of: ``spec.wrt``, each once (the API's jvp and vjp name every parameter; an
+    array Jacobian's sweeps only those differentiated)."""
+    n = len(traced.params)
+    return list(dict.fromkeys(i % n for i in spec.wrt))
+
+
 def plan_jvp(traced: Traced, spec: Spec) -> Plan:
     outs = _float_outputs(traced, spec)
     n = len(traced.params)
+    chosen = _chosen(traced, spec)
+    params = [traced.params[i] for i in chosen]
     made = [
-        _extra_param(n + i, f"{p.attrs[1]}_dot", p.shape, f"`{p.attrs[1]}`")
-        for i, p in enumerate(traced.params)
+        _extra_param(n + k, f"{p.attrs[1]}_dot", p.shape, f"`{p.attrs[1]}`")
+        for k, p in enumerate(params)
     ]
     dots = tuple(d for d, _ in made)
     checks = tuple(c for _, cs in made for c in cs)
-    seeds = [
-        (p, d) for p, d in zip(traced.params, dots, strict=True) if p.dtype == "float64"
-    ]
+    seeds = [(p, d) for p, d in zip(params, dots, strict=True) if p.dtype == "float64"]
     tangents, table = jvp_graph(outs, seeds)
     hints = dict(traced.hints)
     _name_derivatives(traced, table, hints, "_dot")
@@ -252,7 +260,7 @@ def plan_jvp(traced: Traced, spec: Spec) -> Plan:
     names = _leaf_names(traced, traced.output)
     returns = (rebuild(traced.output, to_float), out_dots)
     dot_names = rebuild(names, lambda s: f"{s}_dot")
-    wrt = tuple(_param_name(traced, i) for i in range(n))
+    wrt = tuple(_param_name(traced, i) for i in chosen)
     return Plan(
         traced.params + dots,
         returns,
@@ -273,12 +281,13 @@ def plan_vjp(traced: Traced, spec: Spec) -> Plan:
         for i, (name, out) in enumerate(zip(out_names, outs, strict=True))
     ]
     cts = tuple(c for c, _ in made)
-    wrt = [p for p in traced.params]
+    chosen = _chosen(traced, spec)
+    wrt = [traced.params[i] for i in chosen]
     adjoints = vjp_graph(list(zip(outs, cts, strict=True)), wrt)
     hints = dict(traced.hints)
     _name_derivatives(traced, adjoints.table, hints, "_bar")
-    names = tuple(f"{_param_name(traced, i)}_bar" for i in range(n))
-    wrt_names = tuple(_param_name(traced, i) for i in range(n))
+    names = tuple(f"{_param_name(traced, i)}_bar" for i in chosen)
+    wrt_names = tuple(_param_name(traced, i) for i in chosen)
     return Plan(
         traced.params + cts,
         adjoints.grads,

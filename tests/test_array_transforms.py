@@ -235,6 +235,31 @@ def test_auto_mode_is_reverse_for_many_inputs_and_one_output():
     assert np.allclose(forward(x), got, rtol=1e-13, atol=1e-13)
 
 
+def layer(W, b, X):
+    return np.tanh(X @ W + b)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_an_array_jacobians_sweeps_differentiate_only_its_argnums(mode):
+    """Each sweep's kernel takes tangents for (or returns adjoints of) the
+    arguments asked for, not every one (X_bar was one more matmul a row)."""
+    rng = np.random.default_rng(2)
+    W, b, X = rng.normal(size=(3, 2)), rng.normal(size=2), rng.normal(size=(4, 3))
+    jac = symdiff.jacobian(layer, argnums=(1, 0), mode=mode, target="python")
+    Jb, JW = jac(W, b, X)
+    for i in range(4):
+        for j in range(2):
+            s = 1.0 - np.tanh(X[i] @ W[:, j] + b[j]) ** 2
+            assert Jb[i, j] == pytest.approx(np.eye(2)[j] * s, rel=1e-14)
+            want = np.zeros((3, 2))
+            want[:, j] = s * X[i]
+            assert JW[i, j] == pytest.approx(want, rel=1e-14)
+    kind = "jvp" if mode == "forward" else "vjp"
+    assert f"{kind} of `layer`" in jac.source
+    assert "# with respect to: b, W\n" in jac.source
+    assert "X_bar" not in jac.source and "X_dot" not in jac.source
+
+
 def test_cli_grad_at_an_array_point(model):
     result = cli(
         "grad",
