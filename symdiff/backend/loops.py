@@ -656,7 +656,10 @@ class ArrayKernel:
             test = "!=" if check.kind == "eq" else ">="
             body.append(f"{ind}if {left} {test} {right}:")
             got = f'" (got " + str({left}) + " and " + str({right}) + ")"'
-            body.append(f"{ind}{ind}raise ValueError({check.message!r} + {got})")
+            # the values go on the message's first line, before the quoted source
+            head, newline, rest = check.message.partition("\n")
+            tail = f" + {newline + rest!r}" if newline else ""
+            body.append(f"{ind}{ind}raise ValueError({head!r} + {got}{tail})")
         section = next(iter(sections.values())) if sections else None
         body += self.lines(env, printer, section)
         ret = self._returns(returns, env, printer)
