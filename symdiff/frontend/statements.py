@@ -302,7 +302,10 @@ class StatementLowering:
         for name in env_then.keys() | env_else.keys():
             a = env_then.get(name, Undefined(name, stmt.lineno))
             b = env_else.get(name, Undefined(name, stmt.lineno))
-            frame.env[name] = a if a is b else self.merge(stmt, cond, a, b)
+            merged = a if a is b else self.merge(stmt, cond, a, b)
+            if isinstance(merged, Node) and merged.op == "select":
+                self.hints.setdefault(merged, name)  # `q` after the `if`, too
+            frame.env[name] = merged
         untouched = live_then is B.logical_and(
             live0, cond
         ) and live_else is B.logical_and(live0, B.logical_not(cond))
