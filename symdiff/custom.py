@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -23,6 +24,30 @@ def stop_gradient(x: Any) -> Any:
     3.0
     """
     return x
+
+
+@dataclass(frozen=True)
+class CustomRule:
+    """A ``custom_vjp`` call's ``bwd`` rule that is not linear in its cotangent,
+    kept whole in the call's IR node (its second attribute): reverse mode
+    replaces ``g`` by the adjoint that reaches the call.
+
+    Attributes
+    ----------
+    g : Node
+        The cotangent variable (an IR ``var``) the rule was lowered at.
+    cotangents : tuple of Node or None
+        One graph of ``g`` (and of the residuals) per input; None for none.
+    name : str
+        The custom function's name.
+    why : Diagnostic
+        What forward mode raises: the rule has no partials to multiply tangents by.
+    """
+
+    g: Any
+    cotangents: tuple[Any, ...]
+    name: str
+    why: Any
 
 
 class custom_vjp:

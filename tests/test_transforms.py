@@ -267,6 +267,94 @@ def test_custom_vjp_linear_rule_in_both_modes(target):
 
 
 @symdiff.custom_vjp
+def cube(x):
+    return x * x * x
+
+
+def cube_fwd(x):
+    return cube(x), x
+
+
+def cube_bwd(x, g):
+    return (3.0 * x * x * g,)
+
+
+cube.defvjp(cube_fwd, cube_bwd)
+
+
+@symdiff.custom_vjp
+def clipped_sin(x):
+    return math.sin(x)
+
+
+def clipped_sin_fwd(x):
+    return clipped_sin(x), x
+
+
+def clipped_sin_bwd(x, g):
+    c = max(min(g, 2.0), -2.0)
+    return (cube(c * x) * math.cos(x) + 3.0 * clip_gradient(g),)
+
+
+clipped_sin.defvjp(clipped_sin_fwd, clipped_sin_bwd)
+
+
+@symdiff.custom_vjp
+def ignores_g(x):
+    return x * x
+
+
+def ignores_g_fwd(x):
+    return ignores_g(x), x
+
+
+def ignores_g_bwd(x, g):
+    return (2.0 * x,)  # wrong as a derivative, but what the user asked for
+
+
+ignores_g.defvjp(ignores_g_fwd, ignores_g_bwd)
+
+
+@symdiff.custom_vjp
+def offset(x):
+    return x * x
+
+
+def offset_fwd(x):
+    return offset(x), x
+
+
+def offset_bwd(x, g):
+    return (g + 1.0,)
+
+
+offset.defvjp(offset_fwd, offset_bwd)
+
+
+def uses_nested_rules(x):
+    return 0.5 * clipped_sin(x * x) + 3.0 * ignores_g(x) + 3.0 * offset(x)
+
+
+def uses_nested_rules_by_hand(x):
+    """The gradient JAX computes from the same rules, written out."""
+    c = max(min(0.5, 2.0), -2.0)
+    inner = (c * x * x) ** 3 * math.cos(x * x) + 3.0 * 0.5  # clip_gradient(g) = g
+    return 2.0 * x * inner + 2.0 * x + (3.0 + 1.0)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_custom_vjp_rules_that_are_not_derivatives(target):
+    """A rule ignoring g or offset from it is used as written (as in JAX), not
+    scaled by the cotangent; a rule calling custom_vjp functions itself, and
+    the derivative of such a gradient, reverse over reverse."""
+    g = symdiff.grad(uses_nested_rules, target=target)
+    for x in (0.9, -0.4):
+        assert g(x) == pytest.approx(uses_nested_rules_by_hand(x), rel=1e-13)
+    gg = symdiff.grad(g, target=target)(0.9)
+    assert gg == pytest.approx(symdiff.grad(uses_nested_rules_by_hand)(0.9), rel=1e-12)
+
+
+@symdiff.custom_vjp
 def no_rules(x):
     return x
 

@@ -38,8 +38,8 @@ def jvp_graph(
             loop_dots[node] = loop_jvp(node, arg_dots)
             continue
         if node.op == "custom" and node.attrs[1] is not None:
-            _, _, name, why = node.attrs[1]  # a bwd rule not linear in g
-            raise TranslationError(name, [why])
+            rule = node.attrs[1]  # a bwd rule not linear in g: no partials
+            raise TranslationError(rule.name, [rule.why])
         jvp = JVPS.get(node.op)
         total: Node | None = None
         if jvp is not None:

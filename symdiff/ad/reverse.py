@@ -20,14 +20,14 @@ from symdiff.ir.build import (
     ONE,
     ZERO,
     add,
-    apply,
     broadcast_to,
     div,
     mul,
     neg,
     select,
 )
-from symdiff.ir.node import Node, is_zero, make, topological
+from symdiff.ir.loops import substitute
+from symdiff.ir.node import Node, is_zero, topological
 from symdiff.rules import partials
 from symdiff.rules.arrays import VJPS
 
@@ -104,10 +104,12 @@ def vjp_graph(seeds: Sequence[tuple[Node, Node]], wrt: Sequence[Node]) -> Adjoin
             continue
         if node.op == "custom" and node.attrs[1] is not None:
             # a user's bwd rule not linear in its cotangent, evaluated at this one
-            g, rules, _, _ = node.attrs[1]
-            for arg, rule in zip(node.args, rules, strict=False):  # not the value
-                if rule is not None and arg in active:
-                    terms.setdefault(arg, []).append(_at(rule, g, total))
+            rule = node.attrs[1]
+            at = {rule.g: total}
+            for arg, ct in zip(node.args, rule.cotangents, strict=False):  # no value
+                if ct is not None and arg in active:
+                    ct_at = substitute([ct], at, fold=True)[0]
+                    terms.setdefault(arg, []).append(ct_at)
             continue
         vjp = VJPS.get(node.op)
         if vjp is not None:
@@ -124,23 +126,6 @@ def vjp_graph(seeds: Sequence[tuple[Node, Node]], wrt: Sequence[Node]) -> Adjoin
                 )
     grads = tuple(table.get(w, broadcast_to(ZERO, w.shape)) for w in wrt)
     return Adjoints(grads, table)
-
-
-def _at(rule: Node, g: Node, value: Node) -> Node:
-    """``rule`` (a graph of the variable ``g``) with ``value`` for ``g``, its ops
-    rebuilt with folding (``max(min(10.0, 1.0), -1.0)`` is ``1.0``)."""
-    memo = {g: value}
-    for n in topological([rule], stop={g}):
-        if n in memo:
-            continue
-        args = tuple(memo.get(a, a) for a in n.args)
-        if all(x is y for x, y in zip(args, n.args, strict=True)):
-            memo[n] = n
-        elif n.attrs:  # a loop, a custom rule: rebuilt as it is
-            memo[n] = make(n.op, args, n.attrs, shape=n.shape, dtype=n.dtype)
-        else:
-            memo[n] = apply(n.op, *args)
-    return memo[rule]
 
 
 def adjoint_parts(contributions: list[Node]) -> list[Node]:

@@ -25,7 +25,7 @@ import sysconfig
 import types
 from dataclasses import dataclass, field
 
-from symdiff.custom import custom_vjp
+from symdiff.custom import CustomRule, custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
 from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.loops import LoopContext, LoopLowering
@@ -35,7 +35,7 @@ from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import build as B
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
-from symdiff.ir.node import Node, make, topological
+from symdiff.ir.node import Node, is_zero, make, topological
 
 
 @dataclass
@@ -329,11 +329,12 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         args: list[Value],
         kwargs: dict[str, Value],
     ) -> Value:
-        """A call of a ``custom_vjp`` function: the value comes from ``fwd``, the
-        partials from ``bwd`` at cotangent 1 when ``bwd`` is linear in it (then
-        forward mode uses them too); a ``bwd`` that is not (gradient clipping)
-        is kept whole, a graph of a cotangent variable that reverse mode
-        replaces by the adjoint (:func:`custom_rule`)."""
+        """A call of a ``custom_vjp`` function: the value comes from ``fwd``;
+        ``bwd`` is lowered at a cotangent variable ``g``.  A rule linear in ``g``
+        (zero at 0, its slope free of ``g``) gives the local partials, its value
+        at ``g = 1``, which forward mode uses too; any other (gradient clipping,
+        a rule ignoring ``g``) is kept whole as a :class:`CustomRule` that
+        reverse mode evaluates at the adjoint."""
         name = custom.__name__
         if custom.fwd is None or custom.bwd is None:
             return self.error(
@@ -359,7 +360,8 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
             )
         out, residuals = pair
         inputs = list(args) + list(kwargs.values())
-        cts = self.inline(call, custom.bwd, [residuals, B.ONE], {})  # type: ignore[arg-type]
+        g = L.var("g")
+        cts = self.inline(call, custom.bwd, [residuals, g], {})  # type: ignore[arg-type]
         if cts is self.poison:
             return cts
         if not isinstance(cts, tuple) or len(cts) != len(inputs):
@@ -368,14 +370,14 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
                 f"the bwd rule of `{name}` must return a tuple "
                 f"of {len(inputs)} cotangent(s), one per input",
             )
-        partials: list[Node | None] = []
+        rules: list[Node | None] = []
         for value, ct in zip(inputs, cts, strict=True):
             if not isinstance(value, Node):
                 return self.error(call, f"`{name}` takes numbers only")
             if isinstance(ct, Static) and ct.obj is None:
-                partials.append(None)
+                rules.append(None)
             elif isinstance(ct, Node):
-                partials.append(ct)
+                rules.append(ct)
             else:
                 return self.error(
                     call,
@@ -383,26 +385,12 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
                     "something that is not a number or None",
                 )
         nodes = [v for v in inputs if isinstance(v, Node)]
-        rule = self._nonlinear_rule(call, custom, residuals, len(inputs))
-        return make("custom", (*nodes, out), (tuple(partials), rule), dtype=out.dtype)
-
-    def _nonlinear_rule(
-        self, call: ast.AST, custom: custom_vjp, residuals: Value, n: int
-    ) -> tuple[Node, tuple[Node | None, ...], str, Diagnostic] | None:
-        """``bwd`` at a cotangent variable ``g``, if some cotangent it returns is
-        not linear in ``g`` (its derivative in ``g`` still depends on ``g``):
-        ``(g, cotangents, its name, the diagnostic forward mode raises)``; else
-        None."""
-        from symdiff.ad.forward import jvp_graph
-
-        g = L.var("g")
-        cts = self.inline(call, custom.bwd, [residuals, g], {})  # type: ignore[arg-type]
-        assert isinstance(cts, tuple) and len(cts) == n  # as at g = 1
-        rules = tuple(ct if isinstance(ct, Node) else None for ct in cts)
-        slopes, _ = jvp_graph([ct for ct in rules if ct is not None], [(g, B.ONE)])
-        if all(g not in set(topological([s])) for s in slopes):
-            return None
-        name = custom.__name__
+        if _linear_in(g, [r for r in rules if r is not None]):
+            partials = tuple(
+                None if r is None else L.substitute([r], {g: B.ONE}, fold=True)[0]
+                for r in rules
+            )
+            return make("custom", (*nodes, out), (partials, None), dtype=out.dtype)
         why = self.diagnostic(
             call,
             f"the bwd rule of `{name}` is not linear in its cotangent, so "
@@ -411,7 +399,48 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
             "differentiate it in reverse mode (grad, value_and_grad, vjp, "
             "jacobian(..., mode='reverse')), or write a bwd rule linear in g",
         )
-        return g, rules, name, why
+        rule = CustomRule(g, tuple(rules), name, why)
+        unknown = (None,) * len(rules)  # forward mode reports `why` instead
+        return make("custom", (*nodes, out), (unknown, rule), dtype=out.dtype)
+
+
+def _zero_at_zero(g: Node, rules: list[Node]) -> bool:
+    """Whether every rule is 0 wherever ``g`` is (``3 * x * g``, ``g / x if
+    x > 0 else 0.0``; not ``g + 1`` or ``2 * x``), read from the graph: a
+    product or quotient of something 0 is 0, a sum of zeros, a choice
+    between zeros."""
+    zero: dict[Node, bool] = {g: True}
+    for n in topological(rules, stop={g}):
+        if n in zero:
+            continue
+        flags = [zero[a] for a in n.args]
+        if is_zero(n):
+            zero[n] = True
+        elif n.op in ("mul", "div", "neg") and flags:
+            zero[n] = flags[0] or (n.op == "mul" and flags[1])
+        elif n.op in ("add", "sub"):
+            zero[n] = all(flags)
+        elif n.op == "select":
+            zero[n] = flags[1] and flags[2]
+        else:
+            zero[n] = False
+    return all(zero[r] for r in rules)
+
+
+def _linear_in(g: Node, rules: list[Node]) -> bool:
+    """Whether every rule is ``g`` times something free of ``g``: zero at
+    ``g = 0`` and with a derivative in ``g`` that does not read ``g`` (a rule
+    that cannot be differentiated, through a nested custom rule that is not
+    linear, is not)."""
+    from symdiff.ad.forward import jvp_graph
+
+    if not _zero_at_zero(g, rules):
+        return False
+    try:
+        slopes, _ = jvp_graph(rules, [(g, B.ONE)])
+    except TranslationError:
+        return False
+    return all(g not in set(topological([s])) for s in slopes)
 
 
 _LIBRARY_DIRS = tuple(

@@ -22,11 +22,13 @@ walked iteratively like any other.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from symdiff.ir.build import apply
 from symdiff.ir.node import Node, constant, make, topological
 from symdiff.ir.shapes import Dim, Length, Shape
 
@@ -152,10 +154,16 @@ def substitute(
     roots: Sequence[Node],
     mapping: Mapping[Node, Node],
     memo: dict[Node, Node] | None = None,
+    fold: bool = False,
 ) -> list[Node]:
     """``roots`` with every node of ``mapping`` replaced by its value (same shape
     and dtype), rebuilding what lies between; iterative.  ``memo``, if given,
-    receives every old node -> new node."""
+    receives every old node -> new node.  With ``fold``, rebuilt ops fold and
+    simplify as when first built (``max(min(10.0, 1.0), -1.0)`` is ``1.0``).
+
+    A ``custom_vjp`` call's node holds graphs in its attributes (partials, or a
+    rule of its cotangent); they are substituted too, so that nothing rebuilt
+    still reads a replaced node."""
     memo = {} if memo is None else memo
     memo.update(mapping)
     # lengths that are run-time counts (a tape's rows) name a node: walk those
@@ -166,11 +174,34 @@ def substitute(
             continue
         args = tuple(memo.get(a, a) for a in n.args)
         shape = _remap(n.shape, memo)
-        if shape == n.shape and all(x is y for x, y in zip(args, n.args, strict=True)):
+        attrs = _custom_attrs(n, memo, fold) if n.op == "custom" else n.attrs
+        same = all(x is y for x, y in zip(args, n.args, strict=True))
+        if shape == n.shape and same and attrs is n.attrs:
             memo[n] = n
+        elif fold and not attrs and not n.shape:
+            memo[n] = apply(n.op, *args)
         else:
-            memo[n] = make(n.op, args, n.attrs, shape=shape, dtype=n.dtype)
+            memo[n] = make(n.op, args, attrs, shape=shape, dtype=n.dtype)
     return [memo.get(r, r) for r in roots]
+
+
+def _custom_attrs(node: Node, memo: dict[Node, Node], fold: bool) -> tuple[Any, ...]:
+    """A custom node's attributes with their graphs substituted (the same
+    object when nothing in them changes).  Recursive only in the nesting of
+    custom rules inside custom rules, as the user wrote them."""
+    partials, rule = node.attrs
+    graphs = [p for p in partials if p is not None]
+    if rule is not None:
+        graphs += [c for c in rule.cotangents if c is not None]
+    new = iter(substitute(graphs, {}, memo, fold))
+    remapped = [memo.get(g, g) for g in graphs]
+    if all(x is y for x, y in zip(remapped, graphs, strict=True)):
+        return node.attrs
+    new_partials = tuple(None if p is None else next(new) for p in partials)
+    if rule is not None:
+        cts = tuple(None if c is None else next(new) for c in rule.cotangents)
+        rule = dataclasses.replace(rule, cotangents=cts)
+    return (new_partials, rule)
 
 
 def _count_atoms(shape: Shape) -> list[tuple[Any, ...]]:
