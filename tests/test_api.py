@@ -324,3 +324,11 @@ def test_only_active_nodes_are_differentiated():
     g = symdiff.grad(f)
     assert g.source.count("math.cos(") == 1  # no adjoint flows into `data`
     assert g(2.0, 0.3) == pytest.approx(math.exp(math.sin(0.3) * math.cos(0.3)))
+
+
+def big_int_difference(x):
+    return x * ((10**20 + 1) - 10**20)
+
+
+def test_big_ints_fold_exactly():
+    assert symdiff.value_and_grad(big_int_difference)(2.0) == (2.0, 1.0)

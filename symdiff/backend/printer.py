@@ -123,7 +123,11 @@ class Printer:
 
     # -- expressions ---------------------------------------------------------------
     def constant(self, value: Any) -> tuple[str, int]:
-        if isinstance(value, bool) or isinstance(value, int):
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            # beyond int64 (10 ** 20, folded exactly): the nearest float, what it
+            # becomes beside a float in Python (Numba has no such int)
+            text = repr(float(value))
+        elif isinstance(value, bool) or isinstance(value, int):
             text = repr(value)
         elif math.isnan(value):
             self.imports.add(_MODULES["math."])

@@ -106,7 +106,7 @@ def _frozen(obj: Any) -> Any:
     """A list of numbers (nested lists too) as tuples; None for anything else.
     Recursive in the nesting of the user's list, never in a graph."""
     if not isinstance(obj, list):
-        return obj if isinstance(obj, (int, float, np.number)) else None
+        return obj if isinstance(obj, (int, float, np.number, np.bool_)) else None
     items = [_frozen(o) for o in obj]
     return None if any(i is None for i in items) else tuple(items)
 

@@ -111,11 +111,7 @@ def make(
 
 
 def constant(value: float | int | bool) -> Node:
-    """The constant node for a Python scalar (dtype from its Python type); an
-    int beyond int64 (``10 ** 20``) is the nearest float, which is what it becomes
-    when it meets a float in Python."""
-    if isinstance(value, int) and not -(2**63) <= value < 2**63:
-        value = float(value)
+    """The constant node for a Python scalar (dtype from its Python type)."""
     kind = const_key(value)[0]
     if kind == "float64":
         value = float(value)
