@@ -43,8 +43,11 @@ def import_numba() -> Any:
     imports Numba's submodules) while the caller's thread may build a kernel that
     needs Numba too.  Two threads executing Numba's circular package imports at
     once can each hold a submodule's import lock the other waits for, and Python
-    raises ``_DeadlockError`` in one of them; every import of Numba symdiff makes
-    goes through here, so the second thread waits for the first to finish.
+    raises ``_DeadlockError`` in one of them.  Every first import of Numba's
+    package that symdiff makes (the loader's, a kernel's, a loop module's, CUDA's)
+    goes through here, so the second thread waits until the package has been
+    imported; the submodules symdiff imports later are then imported already,
+    or import no part of Numba that is not.
     """
     global _numba_imported
     if not _numba_imported:

@@ -92,8 +92,8 @@ def python_value(obj: Any) -> Value:
 
 
 def global_value(obj: Any) -> Value:
-    """A module-level or closure variable as a constant, its value when the
-    transform is built (as JAX reads globals): numbers and tuples as they are,
+    """A module-level or closure variable as a constant, its value when a kernel
+    is traced (as JAX reads globals when it traces): numbers and tuples as they are,
     lists of numbers as tuples, NumPy arrays as constant arrays (small ones;
     :func:`symdiff.frontend.arrays.constant_array` says why not otherwise)."""
     if isinstance(obj, np.ndarray):
