@@ -181,3 +181,23 @@ def test_a_target_assigned_before_the_loop_keeps_that_value_after_no_iteration(
         want = np.zeros_like(rows)
         want[-1:] = x  # only the last row is read
         assert np.array_equal(gX, want)
+
+
+def sine_square_map(x, n: int):
+    s = x
+    for _ in range(n):
+        s = math.sin(s) * x + 0.1 * s * s
+    return s
+
+
+def test_checkpointing_a_gradients_gradient():
+    """checkpoint= on the outer transform of grad(grad(f)) leaves the inner
+    gradient's tape-writing loop whole (its saved states would be whole tapes;
+    it raised KeyError 'param' while printing)."""
+    want = symdiff.hessian(sine_square_map, target="python")(0.7, 5)
+    inner = symdiff.grad(sine_square_map, target="python")
+    for inner_checkpoint in (None, 2):
+        if inner_checkpoint:
+            inner = symdiff.grad(sine_square_map, checkpoint=2, target="python")
+        outer = symdiff.grad(inner, checkpoint=2, target="python")
+        assert outer(0.7, 5) == pytest.approx(want, rel=1e-13)

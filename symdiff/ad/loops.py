@@ -205,7 +205,8 @@ def loop_vjp(
         checkpoint is not None
         and body.bounded
         and body.stop is None
-        and not body.reverse
+        and not body.reverse  # a backward loop: its state is the adjoints
+        and not body.tapes  # it writes tapes, which checkpoints would copy
     ):
         return _checkpointed(
             node,
