@@ -74,3 +74,39 @@ def test_parallel_scalar_function_is_the_cpu_kernel():
     # compiled as the CPU kernel: no "parallel=True but nothing to parallelise"
     assert not [w for w in caught if "parallel" in str(w.message)], caught
     assert value == symdiff.grad(lambda u: math.exp(math.sin(u * u)))(1.3)
+
+
+def lower_triangle(x):
+    n = len(x)
+    L = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i):
+            L[i, j] = x[i] * L[j, j] + x[j]
+        L[i, i] = math.exp(x[i])
+    return np.sum(L)
+
+
+def iterated_map(x):
+    v = x
+    for _ in range(20):
+        v = np.sin(v) + 0.5 * v
+    return np.sum(v * v)
+
+
+def test_loop_state_versions_keep_clear_of_numbas_names():
+    """Numba's SSA names a variable assigned twice ``L.1``, ``L.2``, and its
+    parallel lowering turns those into ``L_1``, ``L_2``: the parallel kernel's
+    own versions are ``L__1``, ``L__2`` (Numba failed with 'key already in
+    dictionary: L_2')."""
+    x = np.linspace(0.1, 1.0, 5)
+    for fn, transform in (
+        (lower_triangle, symdiff.grad),
+        (iterated_map, symdiff.hessian),
+    ):
+        parallel = transform(fn, target="parallel")
+        np.testing.assert_allclose(
+            parallel(x), transform(fn)(x), rtol=1e-13, atol=1e-13
+        )
+    grad = symdiff.grad(lower_triangle, target="parallel")
+    grad(x)
+    assert "L__1" in grad.source and "L_1" not in grad.source

@@ -162,7 +162,7 @@ class ArrayKernel:
         self.env: dict[Node, str] = {}
         self.device: DeviceProgram | None = None
         if parent is None:
-            self.namer = _Namer()
+            self.namer = _Namer("__" if self.parallel else "_")
             if device:
                 self.device = DeviceProgram(self.namer)
             by_index = {}

@@ -64,9 +64,18 @@ class Schedule:
 
 
 class _Namer:
-    def __init__(self) -> None:
+    """Fresh names: ``hint``, then ``hint_1``, ``hint_2``...
+
+    ``separator="__"`` (kernels compiled with ``parallel=True``): ``hint__1``.
+    Numba's SSA form names a variable assigned twice ``L.1``, ``L.2``, and its
+    parallel lowering makes those ``L_1``, ``L_2`` (doubling underscores in
+    every other name), which must not be names of ours.
+    """
+
+    def __init__(self, separator: str = "_") -> None:
         self.taken: set[str] = set(RESERVED)
         self.next_suffix: dict[str, int] = {}
+        self.separator = separator
 
     def fresh(self, hint: str | None) -> str:
         """``hint``, or ``hint_1``, ``hint_2``... (``t0``, ``t1``... with no hint)."""
@@ -74,7 +83,7 @@ class _Namer:
         k = self.next_suffix.get(stem, 0 if hint is None else 1)
         name = stem if hint is not None and stem not in self.taken else None
         while name is None or name in self.taken:
-            name = f"t{k}" if hint is None else f"{stem}_{k}"
+            name = f"t{k}" if hint is None else f"{stem}{self.separator}{k}"
             k += 1
         self.next_suffix[stem] = k
         self.taken.add(name)
