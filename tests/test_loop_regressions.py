@@ -201,3 +201,48 @@ def test_checkpointing_a_gradients_gradient():
             inner = symdiff.grad(sine_square_map, checkpoint=2, target="python")
         outer = symdiff.grad(inner, checkpoint=2, target="python")
         assert outer(0.7, 5) == pytest.approx(want, rel=1e-13)
+
+
+def written_in_a_branch(x):
+    L = np.zeros(len(x))
+    for i in range(len(x)):
+        if i == 0:
+            L[i] = x[i]
+        else:
+            L[i] = x[i] / L[0]  # L[0] is 0 while i == 0, in the untaken branch
+    return np.sum(L)
+
+
+def cholesky_logdet(A):
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j]
+            for k in range(j):
+                s = s - L[i, k] * L[j, k]
+            if i == j:
+                L[i, j] = math.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    total = 0.0
+    for i in range(n):
+        total = total + 2.0 * math.log(L[i, i])
+    return total
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_an_element_written_in_an_untaken_branch_leaks_no_nan(target):
+    """The adjoint of an element written under ``if`` reaches it as a choice
+    between zero and the adjoint (one condition for the whole array); reading
+    an element of that choice keeps the condition outside, so the untaken
+    branch's infinite partial never meets its zero (0 * inf was NaN)."""
+    x = np.array([4.0, 2.0, 3.0])
+    got = symdiff.grad(written_in_a_branch, target=target)(x)
+    np.testing.assert_allclose(got, [1.0 - 5.0 / 16.0, 0.25, 0.25], rtol=1e-15)
+    B = np.random.default_rng(1).normal(size=(4, 4))
+    A = B @ B.T + 4.0 * np.eye(4)
+    inverse = np.linalg.inv(A)  # d logdet / dA, read from the lower triangle
+    want = np.tril(2.0 * inverse) - np.diag(np.diag(inverse))
+    got = symdiff.grad(cholesky_logdet, target=target)(A)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)

@@ -307,10 +307,30 @@ def region(x: Node, spec: Spec) -> Shape:
 
 
 def take(x: Node, spec: Spec, index: Sequence[Node]) -> Node:
-    """``x[i, :, j]``: the region of ``x`` at run-time positions ``index``."""
+    """``x[i, :, j]``: the region of ``x`` at run-time positions ``index``.
+
+    Of an array whose elements are all one number (a stretched scalar), that
+    number; of a choice between two arrays by one condition (an adjoint routed
+    through an ``if`` that wrote an element), the same choice between their
+    regions: the condition stays outside, where reverse mode keeps an untaken
+    branch's infinite partial from meeting its zero adjoint (0 * inf = NaN)."""
     if all(e[0] == "all" for e in spec):
         return x
-    return make("take", (x, *index), (spec,), shape=region(x, spec), dtype=x.dtype)
+    if x.op == "select" and not x.args[0].shape:
+        c, a, b = x.args
+        return select(
+            c,
+            _take(broadcast_to(a, x.shape), spec, index),
+            _take(broadcast_to(b, x.shape), spec, index),
+        )
+    return _take(x, spec, index)
+
+
+def _take(x: Node, spec: Spec, index: Sequence[Node]) -> Node:
+    shape = region(x, spec)
+    if x.op == "broadcast" and not x.args[0].shape:
+        return broadcast_to(x.args[0], shape)
+    return make("take", (x, *index), (spec,), shape=shape, dtype=x.dtype)
 
 
 def index_update(
