@@ -11,6 +11,8 @@ call.  Shapes are symbolic (:mod:`symdiff.ir.shapes`), so a size the code comput
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -432,12 +434,89 @@ def _full(shape: Value, fill_value: Value, dtype: Value | None = None) -> Node:
     return A.full(B.to_float(array(fill_value)), shape_arg(shape))
 
 
-def _like(value: float) -> Builder:
-    def build(x: Value, dtype: Value | None = None) -> Node:
-        node = array(x)
-        return A.full(_fill_value(value, dtype), node.shape)
+def _dtype(value: Value | None, default: str) -> str:
+    """A ``dtype=`` argument as symdiff's dtype (float64, int64 or bool)."""
+    if value is None or (isinstance(value, Static) and value.obj is None):
+        return default
+    kind = ""
+    if isinstance(value, Static):
+        obj: Any = value.obj  # float, np.int64, "float32"... or anything else
+        try:
+            kind = np.dtype(obj).kind
+        except TypeError:
+            pass
+    if kind in ("f", "i", "u", "b"):
+        return {"f": "float64", "i": "int64", "u": "int64", "b": "bool"}[kind]
+    raise Unsupported(
+        "`dtype` must be float, int or bool",
+        "leave dtype out: symdiff computes in float64",
+    )
+
+
+def _cast(node: Node, dtype: str) -> Node:
+    """A fill value as ``dtype``, as NumPy stores it into an array of it."""
+    if node.dtype == dtype:
+        return node
+    if dtype == "float64":
+        return B.to_float(node)
+    if dtype == "bool":
+        return B.truth(node)
+    if node.dtype == "bool":
+        return B.select(node, constant(1), constant(0))
+    if node.op == "const":
+        return constant(int(node.value))
+    raise Unsupported(
+        "a fill value computed in floating point cannot fill an integer array",
+        "give the array a float dtype: dtype=float",
+    )
+
+
+def _like(value: float | None) -> Builder:
+    """``np.zeros_like`` (``value`` 0), ``np.ones_like`` (1), ``np.empty_like``
+    (0: its contents are unspecified, zeros are one choice) and, for ``None``,
+    ``np.full_like``: the argument's shape and, unless ``dtype`` says otherwise,
+    its dtype (an int or bool array gives one of ints or bools, as in NumPy)."""
+
+    def fill(
+        a: Value,
+        fill_value: Value,
+        dtype: Value | None = None,
+        order: Value | None = None,
+        subok: Value | None = None,
+        shape: Value | None = None,
+    ) -> Node:
+        node = array(a)
+        target = _dtype(dtype, node.dtype)
+        dims = node.shape if _none(shape) else shape_arg(shape)  # type: ignore[arg-type]
+        value = _cast(array(fill_value, "the fill value"), target)
+        if S.broadcast([value.shape, dims]) != dims:
+            raise Unsupported(
+                f"could not broadcast the fill value of shape "
+                f"{S.format_shape(value.shape)} into shape {S.format_shape(dims)}",
+                "fill with a number, or an array that broadcasts to the shape",
+            )
+        return A.full(value, dims)
+
+    if value is None:
+        return fill
+
+    def build(
+        a: Value,
+        dtype: Value | None = None,
+        order: Value | None = None,
+        subok: Value | None = None,
+        shape: Value | None = None,
+    ) -> Node:
+        return fill(a, constant(value), dtype, order, subok, shape)
 
     return build
+
+
+def _number(value: Value | None) -> float | int | None:
+    """A constant number (None for anything else)."""
+    if isinstance(value, Node) and value.op == "const" and value.dtype != "bool":
+        return value.value  # type: ignore[no-any-return]
+    return None
 
 
 def _arange(
@@ -446,32 +525,85 @@ def _arange(
     step: Value | None = None,
     dtype: Value | None = None,
 ) -> Node:
-    if stop is None:
-        first: Length = 0
-        last = length(start, "np.arange's bound")
-    else:
-        first, last = (
-            length(start, "np.arange's bound"),
-            length(stop, "np.arange's bound"),
+    if stop is None or _none(stop):
+        start, stop = constant(0), start
+    bounds: tuple[Value, Value, Value] = (
+        start,
+        stop,
+        constant(1) if step is None or _none(step) else step,
+    )
+    floating = any(isinstance(v, Node) and v.dtype == "float64" for v in bounds)
+    want = _dtype(dtype, "float64" if floating else "int64")
+    if want == "bool" or (floating and want != "float64"):
+        raise Unsupported(
+            "np.arange: `dtype` must be float (or int for integer bounds)",
+            "leave dtype out, or convert the bounds",
         )
-    k = 1 if step is None else static_int(step, "np.arange's step")
+    first, last, k = (_number(v) for v in bounds)
+    if first is not None and last is not None and k is not None:
+        return _arange_constant(first, last, k, want)
+    out = _arange_lengths(*bounds) if not floating else _arange_float(*bounds)
+    return B.to_float(out) if want == "float64" else out
+
+
+def _arange_constant(
+    start: float | int, stop: float | int, step: float | int, dtype: str
+) -> Node:
+    """``np.arange`` of constants: NumPy's count and values."""
+    if step == 0:
+        raise Unsupported("np.arange: the step cannot be zero", "use a nonzero step")
+    if dtype == "int64":
+        count = len(range(int(start), int(stop), int(step)))
+        idx = A.iota(0, (count,))
+        return B.add(B.mul(constant(int(step)), idx), constant(int(start)))
+    return _arange_values(start, step, max(math.ceil((stop - start) / step), 0))
+
+
+def _arange_values(start: float | int, step: float | int, count: Length) -> Node:
+    """``start + i * delta`` for ``i < count``, ``delta = (start + step) -
+    start``: the float values NumPy's arange fills in, bit for bit."""
+    first = float(start)
+    delta = (first + float(step)) - first
+    idx = B.to_float(A.iota(0, (count,)))
+    return B.add(B.mul(constant(delta), idx), constant(first))
+
+
+def _arange_lengths(start: Value, stop: Value, step: Value) -> Node:
+    """``np.arange`` of integer bounds from shapes and arguments."""
+    first = length(start, "np.arange's bound")
+    last = length(stop, "np.arange's bound")
+    k = static_int(step, "np.arange's step")
     if k <= 0:
         raise Unsupported(
             "np.arange: only positive constant steps are supported",
             "reverse with [::-1], or scale: k * np.arange(n)",
         )
-    n = S.cdiv(S.sub(last, first), k)
-    idx = A.iota(0, (n,))
+    idx = A.iota(0, (S.cdiv(S.sub(last, first), k),))
     if k != 1:
         idx = B.mul(constant(k), idx)
-    out = B.add(idx, A.dim(first)) if first != 0 else idx
+    return B.add(idx, A.dim(first)) if first != 0 else idx
+
+
+def _arange_float(start: Value, stop: Value, step: Value) -> Node:
+    """``np.arange`` with a float constant among bounds from shapes: its count is
+    known for a constant start, an integer stop and a positive whole step
+    (``np.arange(0.5, len(x))``: ``ceil(n - 0.5)`` is ``n``)."""
+    first, k = _number(start), _number(step)
+    whole = k is not None and k > 0 and float(k).is_integer()
     if (
-        dtype is not None
-        and isinstance(dtype, Static)
-        and dtype.obj in (float, np.float64)
+        first is None
+        or k is None
+        or not whole
+        or getattr(stop, "dtype", "") == "float64"
     ):
-        out = B.to_float(out)
-    return out
+        raise Unsupported(
+            "np.arange with float arguments needs a constant start, an integer "
+            "stop (a constant, len(x), x.shape[k], an int argument) and a "
+            "positive whole step, unless every argument is a constant",
+            "np.arange(n) * h + a computes the same values",
+        )
+    count = S.cdiv(S.sub(length(stop, "np.arange's bound"), math.floor(first)), int(k))
+    return _arange_values(first, k, count)
 
 
 def _eye(n: Value, m: Value | None = None, k: Value | None = None) -> Node:
@@ -553,6 +685,197 @@ def _logical_binary(combine: Callable[[Node, Node], Node]) -> Builder:
     return build
 
 
+# -- spread, differences, rearrangements, running totals -------------------------------
+def _float_only(dtype: Value | None, out: Value | None, name: str) -> None:
+    if _dtype(dtype, "float64") != "float64":
+        raise Unsupported(
+            f"{name}: `dtype` must be float", "leave dtype out: it computes in float64"
+        )
+    if not _none(out):
+        raise Unsupported(f"{name}: `out` is not supported", "use the returned array")
+
+
+def _var(
+    a: Value,
+    axis: Value | None = None,
+    dtype: Value | None = None,
+    out: Value | None = None,
+    ddof: Value | None = None,
+    keepdims: Value | None = None,
+) -> Node:
+    node = array(a)
+    _float_only(dtype, out, "np.var")
+    axes = axes_arg(axis, len(node.shape))
+    ddof_ = 0 if _none(ddof) else length(ddof, "`ddof`")  # type: ignore[arg-type]
+    return A.variance(node, axes, ddof_, flag(keepdims, "keepdims"))
+
+
+def _std(
+    a: Value,
+    axis: Value | None = None,
+    dtype: Value | None = None,
+    out: Value | None = None,
+    ddof: Value | None = None,
+    keepdims: Value | None = None,
+) -> Node:
+    # sqrt of the variance, as NumPy and JAX compute it: where the variance is 0
+    # (a constant slice, one element), the derivative is NaN, as JAX's is
+    return B.apply("sqrt", _var(a, axis, dtype, out, ddof, keepdims))
+
+
+def _axis_list(value: Value | int, rank: int, what: str) -> list[int]:
+    """One axis or a tuple of them, each normalised (repeats kept)."""
+    items = value if isinstance(value, tuple) else (value,)
+    out = []
+    for v in items:
+        ax = v if isinstance(v, int) else static_int(v, "`axis`")
+        if not -rank <= ax < rank:
+            raise Unsupported(
+                f"{what}: axis {ax} is out of bounds for an array of dimension {rank}",
+                "axes count from 0 up to the dimension minus 1, or from -1 backwards",
+            )
+        out.append(ax % rank)
+    return out
+
+
+def _diff(
+    a: Value,
+    n: Value | None = None,
+    axis: Value | None = None,
+    prepend: Value | None = None,
+    append: Value | None = None,
+) -> Node:
+    node = array(a)
+    if not node.shape:
+        raise Unsupported(
+            "np.diff needs an array of at least one dimension",
+            "differences of numbers: write b - a",
+        )
+    times = 1 if n is None else static_int(n, "np.diff's `n`")
+    if times < 0:
+        raise Unsupported(
+            f"np.diff: order must be non-negative but got {times}", "use n >= 0"
+        )
+    if times == 0:
+        return node
+    (ax,) = _axis_list(-1 if axis is None else axis, len(node.shape), "np.diff")
+    pieces = []
+    for value, before in ((prepend, True), (append, False)):
+        if value is None or _none(value):
+            continue
+        edge = array(value, "`prepend`" if before else "`append`")
+        if not edge.shape:  # a number stands for a slice of length 1
+            edge = A.full(
+                edge, tuple(1 if i == ax else d for i, d in enumerate(node.shape))
+            )
+        pieces.append((before, edge))
+    if pieces:
+        node = A.concat(
+            [e for b, e in pieces if b] + [node] + [e for b, e in pieces if not b], ax
+        )
+    for _ in range(times):
+        node = A.difference(node, ax)
+    return node
+
+
+def _flip(m: Value, axis: Value | None = None) -> Node:
+    node = array(m)
+    return A.flip(node, axes_arg(axis, len(node.shape)))
+
+
+def _flip_axis(axis: int, name: str) -> Builder:
+    def build(m: Value) -> Node:
+        node = array(m)
+        if len(node.shape) <= axis:
+            raise Unsupported(
+                f"{name}: the array must have at least {axis + 1} dimension"
+                + ("s" if axis else ""),
+                "np.flip(x, axis) flips any axis",
+            )
+        return A.flip(node, (axis,))
+
+    return build
+
+
+def _roll(a: Value, shift: Value, axis: Value | None = None) -> Node:
+    node = array(a)
+    shifts = shift if isinstance(shift, tuple) else (shift,)
+    amounts = [length(s, "np.roll's shift") for s in shifts]
+    if axis is None or _none(axis):
+        if len(amounts) != 1:
+            raise Unsupported(
+                "np.roll: one shift without `axis`", "name the axes: axis=(0, 1)"
+            )
+        flat = A.roll(_flat(node), amounts[0], 0)  # NumPy rolls the flattened array
+        return A.reshape(flat, node.shape)
+    axes = _axis_list(axis, len(node.shape), "np.roll")
+    if len(amounts) == 1:
+        amounts *= len(axes)
+    elif len(axes) == 1:
+        axes *= len(amounts)
+    if len(axes) != len(amounts):
+        raise Unsupported(
+            "np.roll: `shift` and `axis` must have the same length",
+            "one shift per axis: np.roll(x, (1, -1), axis=(0, 1))",
+        )
+    for ax, k in zip(axes, amounts, strict=True):
+        node = A.roll(node, k, ax)  # the same axis twice rolls by the sum
+    return node
+
+
+def _diag(v: Value, k: Value | None = None) -> Node:
+    node = array(v)
+    offset = 0 if k is None else static_int(k, "np.diag's `k`")
+    if len(node.shape) == 1:
+        return A.diagonal_matrix(node, offset)
+    if len(node.shape) == 2:
+        return A.diagonal(node, offset)
+    raise Unsupported(
+        "np.diag: the input must be 1-D (a diagonal) or 2-D (a matrix)",
+        "for a stack of matrices: np.sum(A * np.eye(n), axis=-1)",
+    )
+
+
+def _running(op: str, name: str) -> Builder:
+    def build(
+        a: Value,
+        axis: Value | None = None,
+        dtype: Value | None = None,
+        out: Value | None = None,
+    ) -> Node:
+        node = array(a)
+        if not _none(dtype) or not _none(out):
+            raise Unsupported(
+                f"{name}: `dtype` and `out` are not supported",
+                "leave them out: it computes in the array's dtype",
+            )
+        if axis is None or _none(axis):
+            node, ax = _flat(node), 0  # NumPy runs over the flattened array
+        else:
+            ax = _axis_list(axis, len(node.shape), name)[0]
+        return A.running(op, node, ax, name)
+
+    return build
+
+
+def _builtin_sum(iterable: Value, start: Value | None = None) -> Node:
+    """Python's ``sum``: of an array, its rows added (``np.sum(x, axis=0)``); of
+    a tuple or list, its items added to ``start``."""
+    total = constant(0) if start is None else array(start, "`start`")
+    if isinstance(iterable, Node) and iterable.shape:
+        return B.add(total, A.reduce("sum", iterable, (0,)))
+    if isinstance(iterable, tuple) and all(isinstance(v, Node) for v in iterable):
+        for item in iterable:
+            total = B.add(total, item)  # type: ignore[arg-type]
+        return total
+    what = "a number" if isinstance(iterable, Node) else "this value"
+    raise Unsupported(
+        f"`sum` of {what} is not supported: it adds the items of an array, "
+        "a tuple or a list",
+        "use np.sum(x) to add every element of an array",
+    )
+
+
 _NUMPY: dict[str, Builder] = {
     "logical_and": _logical_binary(B.logical_and),
     "logical_or": _logical_binary(B.logical_or),
@@ -580,8 +903,20 @@ _NUMPY: dict[str, Builder] = {
     "zeros": _filled(0.0),
     "ones": _filled(1.0),
     "full": _full,
+    "var": _var,
+    "std": _std,
+    "diff": _diff,
+    "flip": _flip,
+    "fliplr": _flip_axis(1, "np.fliplr"),
+    "flipud": _flip_axis(0, "np.flipud"),
+    "roll": _roll,
+    "diag": _diag,
+    "cumsum": _running("add", "np.cumsum"),
+    "cumprod": _running("mul", "np.cumprod"),
     "zeros_like": _like(0.0),
     "ones_like": _like(1.0),
+    "empty_like": _like(0.0),
+    "full_like": _like(None),
     "arange": _arange,
     "eye": _eye,
     "array": _np_array,
@@ -600,6 +935,7 @@ FUNCTIONS: dict[int, tuple[str, Builder]] = {
     if hasattr(np, name)
 }
 FUNCTIONS[id(np.linalg.norm)] = ("np.linalg.norm", _norm)
+FUNCTIONS[id(builtins.sum)] = ("sum", _builtin_sum)
 
 
 # -- methods and attributes ------------------------------------------------------------
@@ -621,6 +957,10 @@ METHODS: dict[str, Builder] = {
     "max": _reduction("amax"),
     "min": _reduction("amin"),
     "mean": _mean,
+    "var": _var,
+    "std": _std,
+    "cumsum": _running("add", ".cumsum()"),
+    "cumprod": _running("mul", ".cumprod()"),
     "dot": _np_dot,
     "reshape": _method_reshape,
     "ravel": _ravel,

@@ -67,7 +67,11 @@ UNSUPPORTED_EXPRESSIONS: dict[type, tuple[str, str]] = {
     ast.ListComp: ("a list comprehension", "write the elements out as a tuple"),
     ast.SetComp: ("a set comprehension", "write the elements out as a tuple"),
     ast.DictComp: ("a dict comprehension", "pass the values as arguments"),
-    ast.GeneratorExp: ("a generator expression", "write the terms out: `a + b + c`"),
+    ast.GeneratorExp: (
+        "a generator expression",
+        "write the terms out (`a + b + c`), a loop, or NumPy on the array: "
+        "`np.sum(x * x)`",
+    ),
     ast.Dict: ("a dict", "pass the values as separate arguments"),
     ast.Set: ("a set", "use a tuple"),
     ast.JoinedStr: ("an f-string", "strings have no derivative; remove it"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
 from symdiff.ir.build import (
     ONE,
@@ -466,3 +467,157 @@ def fold_index_add(a: Node, b: Node) -> Node | None:
             )
         return acc
     return None
+
+
+# -- compositions: NumPy functions built from the ops above ------------------------
+# Each is layout ops, reductions and element-wise ops (or, for the running sums, a
+# loop node), so their derivatives, fusion and code generation are those ops'.
+
+
+def along(x: Node, axis: int, start: Length, size: Length, step: int = 1) -> Node:
+    """``x[..., start:start + size * step:step, ...]``: a slice of ``axis`` alone
+    (``start`` non-negative, ``size`` positions)."""
+    spec = tuple(
+        ("slice", start, size, step) if i == axis else ("slice", 0, d, 1)
+        for i, d in enumerate(x.shape)
+    )
+    return getitem(x, spec)
+
+
+def _clip_length(n: Length) -> Length:
+    """A length known to be negative is 0 (an empty slice, as in NumPy)."""
+    return max(n, 0) if isinstance(n, int) else n
+
+
+def variance(
+    x: Node, axes: tuple[int, ...], ddof: Length = 0, keepdims: bool = False
+) -> Node:
+    """``np.var``: the mean of squared deviations from the mean (two passes, as
+    NumPy computes it: no cancellation of ``E[x**2] - E[x]**2``), over
+    ``max(count - ddof, 0)``."""
+    x = to_float(x)
+    centred = apply("sub", x, mean(x, axes, keepdims=True))
+    squares = reduce("sum", mul(centred, centred), axes, keepdims)
+    count = S.sub(S.product([x.shape[a] for a in axes]), ddof)
+    if isinstance(count, int):
+        return div(squares, constant(float(max(count, 0))))
+    divisor = dim(count)
+    if ddof != 0:  # a known count is never negative; one less ddof may be
+        divisor = apply("max", divisor, constant(0))
+    return div(squares, to_float(divisor))
+
+
+def difference(x: Node, axis: int) -> Node:
+    """``np.diff`` once along ``axis``: ``x[1:] - x[:-1]`` (``!=`` for bools)."""
+    size = _clip_length(S.sub(x.shape[axis], 1))
+    later, earlier = along(x, axis, 1, size), along(x, axis, 0, size)
+    return apply("ne" if x.dtype == "bool" else "sub", later, earlier)
+
+
+def flip(x: Node, axes: tuple[int, ...]) -> Node:
+    """``np.flip``: ``x[::-1]`` on each of ``axes``."""
+    spec = tuple(
+        ("slice", S.sub(d, 1), d, -1) if i in axes else ("slice", 0, d, 1)
+        for i, d in enumerate(x.shape)
+    )
+    return getitem(x, spec)
+
+
+def roll(x: Node, shift: Length, axis: int) -> Node:
+    """``np.roll`` along ``axis``: the last ``shift % n`` positions, then the
+    others (``shift`` a length: negative rolls back)."""
+    n = x.shape[axis]
+    k = S.mod(shift, n)
+    if k == 0:
+        return x
+    rest = S.sub(n, k)
+    return concat([along(x, axis, rest, k), along(x, axis, 0, rest)], axis)
+
+
+def _zero_of(dtype: str) -> Node:
+    return {"float64": ZERO, "int64": constant(0), "bool": constant(False)}[dtype]
+
+
+def diagonal_matrix(v: Node, k: int = 0) -> Node:
+    """``np.diag`` of a 1-D ``v``: a square matrix with ``v`` on diagonal ``k``
+    and zeros elsewhere (a select: no product with a 0/1 mask)."""
+    n = v.shape[0]
+    size = S.add(n, abs(k))
+    if k:
+        padding = full(_zero_of(v.dtype), (abs(k),))
+        v = concat([v, padding], 0)  # values in rows past n are never selected
+    rows, cols = iota(0, (size, size)), iota(1, (size, size))
+    on = apply("eq", cols, apply("add", rows, constant(k)))
+    # row i holds v[i] at column i + k; for k < 0, column j holds v[j]
+    values = reshape(v, (size, 1) if k >= 0 else (1, size))
+    return select(on, values, _zero_of(v.dtype))
+
+
+def _smaller(a: Length, b: Length) -> Length:
+    """``min(a, b)`` for lengths not both 0, as a length: decided now when the
+    difference is known, else ``a - (a - b) * [a >= b]`` with
+    ``[a >= b] = 2a // (a + b)`` (0 or 1 for ``a >= 0``, ``b > 0``)."""
+    gap = S.sub(a, b)
+    if isinstance(gap, int):
+        return b if gap > 0 else a
+    at_least = S.floordiv(S.mul(2, a), S.add(a, b))
+    return S.sub(a, S.mul(gap, at_least))
+
+
+def diagonal(x: Node, k: int = 0, label: str = "np.diag") -> Node:
+    """``np.diag`` of a 2-D ``x``: diagonal ``k`` (``x[i, i + k]``), read by a
+    loop over its positions (as :func:`running`: the backward loop adds into
+    those positions of ``x_bar`` alone, no pass over the whole matrix)."""
+    n, m = x.shape
+    rows = _clip_length(S.add(n, k) if k < 0 else n)
+    cols = _clip_length(S.sub(m, k) if k > 0 else m)
+    if rows == 0 or cols == 0:
+        size: Length = 0
+    else:
+        if not isinstance(S.sub(rows, cols), int):
+            # what ``_smaller`` needs, where NumPy would give an empty diagonal
+            what = (
+                f"np.diag: diagonal {k} lies outside the matrix of shape "
+                f"{S.format_shape((n, m))}; symdiff takes diagonals of at least "
+                "one element"
+            )
+            S.require_less(0, cols, what)
+            S.require_less(0, rows, what)
+        size = _smaller(rows, cols)
+    i = L.var("i", (), "int64")
+    out = L.var("d", (size,), x.dtype)
+    xs = L.var("x", x.shape, x.dtype)
+    shifted = apply("add", i, constant(abs(k)))
+    at = [shifted, i] if k < 0 else [i, shifted]
+    value = take(xs, (("at", 0), ("at", 1)), at)
+    # added into zeros, not set: the adjoint of ``+=`` leaves ``d_bar`` as it is
+    # (that of ``=`` zeroes ``d_bar[i]`` after reading it: a copy per iteration)
+    new_out = index_update(out, value, (("at", 0),), [i], "add")
+    body = L.Body(i, (out,), (xs,), (new_out,), label=label)
+    node = L.loop(dim(size), (full(_zero_of(x.dtype), (size,)),), (x,), body)
+    return L.result(node, 0)
+
+
+def running(op: str, x: Node, axis: int, label: str = "") -> Node:
+    """``np.cumsum`` (``op`` "add") or ``np.cumprod`` ("mul") along ``axis``: a
+    loop over the axis that carries the running total and writes it into row
+    ``k`` of the result, as the loop a person writes (derivatives, tapes and
+    forward mode are the loop machinery's)."""
+    if x.dtype == "bool":
+        x = select(x, constant(1), constant(0))  # NumPy sums bools as ints
+    perm = (axis, *(a for a in range(len(x.shape)) if a != axis))
+    rows = transpose(x, perm)
+    spec = row_spec(len(rows.shape))
+    k = L.var("k", (), "int64")
+    total = L.var("total", rows.shape[1:], rows.dtype)
+    out = L.var("out", rows.shape, rows.dtype)
+    xs = L.var("x", rows.shape, rows.dtype)
+    new_total = apply(op, total, take(xs, spec, [k]))
+    new_out = index_update(out, new_total, spec, [k], "set")
+    body = L.Body(k, (total, out), (xs,), (new_total, new_out), label=label)
+    identity = constant(1 if op == "mul" else 0)
+    if rows.dtype == "float64":
+        identity = to_float(identity)
+    init = (full(identity, rows.shape[1:]), full(_zero_of(rows.dtype), rows.shape))
+    node = L.loop(dim(rows.shape[0]), init, (rows,), body)
+    return transpose(L.result(node, 1), inverse(perm))
