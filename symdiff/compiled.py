@@ -170,15 +170,11 @@ def _shape_error(exc: ValueError) -> ValueError:
 
 
 def _cast(value: Any) -> Any:
-    """An argument that is differentiated, as float64."""
+    """An argument converted to float64 (differentiated, or float32/float16
+    data)."""
     if isinstance(value, np.ndarray) and value.ndim:
         return value.astype(np.float64)
     return float(value)
-
-
-def _item(value: np.ndarray) -> Any:
-    """A 0-d array as the Python number it holds."""
-    return value.item()
 
 
 class _Composed:
@@ -341,7 +337,7 @@ class Compiled:
         for i, value in enumerate(args):
             dtype = _dtype_of(value)
             if isinstance(value, np.ndarray) and value.ndim == 0 and dtype:
-                casts[i] = _item
+                casts[i] = np.ndarray.item  # a 0-d array: the number it holds
             if dtype is None:
                 kind = type(value).__name__
                 if isinstance(value, np.ndarray):

@@ -7,6 +7,7 @@ import numpy as np
 import symdiff
 
 SCALE = 3.0
+WEIGHTS = np.array([1.0, -2.0, 0.5])
 
 
 def square(a):

@@ -234,6 +234,16 @@ def horner_globals(x, n):
     return s + np.sum(WEIGHTS * x) + WEIGHTS[2] * x * x + len(COEFFS) * a * b * x
 
 
+def module_attribute_array(x):
+    return np.sum(helpers_mod.WEIGHTS * x) + helpers_mod.WEIGHTS[1] * x[0]
+
+
+def test_a_modules_array_read_as_an_attribute_is_a_constant_too():
+    x = np.array([1.0, 2.0, 3.0])
+    got = symdiff.grad(module_attribute_array, target="python")(x)
+    np.testing.assert_array_equal(got, helpers_mod.WEIGHTS + np.array([-2.0, 0.0, 0.0]))
+
+
 def too_big(x):
     return np.sum(TOO_BIG * x)
 

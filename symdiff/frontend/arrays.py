@@ -462,7 +462,7 @@ def _cast(node: Node, dtype: str) -> Node:
     if dtype == "bool":
         return B.truth(node)
     if node.dtype == "bool":
-        return B.select(node, constant(1), constant(0))
+        return B.to_int(node)
     if node.op == "const":
         return constant(int(node.value))
     raise Unsupported(
@@ -669,7 +669,7 @@ def _logical(op: str) -> Builder:
     def build(x: Value, axis: Value | None = None) -> Node:
         node = B.truth(array(x))
         axes = axes_arg(axis, len(node.shape))
-        total = A.reduce("sum", B.select(node, constant(1), constant(0)), axes)
+        total = A.reduce("sum", B.to_int(node), axes)
         if op == "any":
             return B.apply("gt", total, constant(0))
         count = S.product([node.shape[a] for a in axes])

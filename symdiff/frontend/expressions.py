@@ -310,7 +310,7 @@ class ExpressionLowering:
             if not hasattr(base.obj, node.attr):
                 name = getattr(base.obj, "__name__", "?")
                 return self.error(node, f"`{name}` has no attribute `{node.attr}`")
-            return python_value(getattr(base.obj, node.attr))
+            return global_value(getattr(base.obj, node.attr))  # `consts.TABLE`
         return self.error(
             node,
             f"attribute `.{node.attr}` is not supported here",

@@ -27,6 +27,7 @@ from symdiff.ir.build import (
     mul,
     select,
     to_float,
+    to_int,
 )
 from symdiff.ir.node import Node, constant, make
 from symdiff.ir.shapes import Length, Shape
@@ -603,8 +604,7 @@ def running(op: str, x: Node, axis: int, label: str = "") -> Node:
     loop over the axis that carries the running total and writes it into row
     ``k`` of the result, as the loop a person writes (derivatives, tapes and
     forward mode are the loop machinery's)."""
-    if x.dtype == "bool":
-        x = select(x, constant(1), constant(0))  # NumPy sums bools as ints
+    x = to_int(x)  # NumPy sums bools as ints
     perm = (axis, *(a for a in range(len(x.shape)) if a != axis))
     rows = transpose(x, perm)
     spec = row_spec(len(rows.shape))

@@ -249,6 +249,13 @@ def log1p(a: Node) -> Node:
     return _plain("log1p", a)
 
 
+def to_int(a: Node) -> Node:
+    """A bool as the int 0 or 1 (NumPy's sums of bools); other dtypes as they are."""
+    if a.dtype != "bool":
+        return a
+    return select(a, constant(1), constant(0))
+
+
 def to_float(a: Node) -> Node:
     if a.dtype == "float64":
         return a

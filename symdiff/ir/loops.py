@@ -193,10 +193,10 @@ def _custom_attrs(node: Node, memo: dict[Node, Node], fold: bool) -> tuple[Any, 
     graphs = [p for p in partials if p is not None]
     if rule is not None:
         graphs += [c for c in rule.cotangents if c is not None]
-    new = iter(substitute(graphs, {}, memo, fold))
-    remapped = [memo.get(g, g) for g in graphs]
-    if all(x is y for x, y in zip(remapped, graphs, strict=True)):
+    rebuilt = substitute(graphs, {}, memo, fold)
+    if all(x is y for x, y in zip(rebuilt, graphs, strict=True)):
         return node.attrs
+    new = iter(rebuilt)
     new_partials = tuple(None if p is None else next(new) for p in partials)
     if rule is not None:
         cts = tuple(None if c is None else next(new) for c in rule.cotangents)
