@@ -272,8 +272,7 @@ def _symbols(symbols: Any, exprs: list[Any]) -> tuple[Any, ...]:
     if isinstance(symbols, (set, frozenset, dict)) or not iterable(symbols):
         raise ArgumentError(
             "from_sympy: symbols must be the arguments in order, a list or tuple of "
-            f"sympy.Symbol; got {_a(symbols)}\n"
-            "  help: from_sympy(expr, [x, y]) with x, y = sympy.symbols('x y')"
+            f"sympy.Symbol; got {_a(symbols)}\n{_EXAMPLE}"
         )
     by_name: dict[str, Any] = {}
     for e in exprs:
@@ -285,7 +284,7 @@ def _symbols(symbols: Any, exprs: list[Any]) -> tuple[Any, ...]:
         if not isinstance(s, sympy.Basic) or s.is_number or not s.free_symbols:
             raise ArgumentError(
                 f"from_sympy: symbols must be sympy.Symbol; entry {i} is {_a(s)}\n"
-                "  help: from_sympy(expr, [x, y]) with x, y = sympy.symbols('x y')"
+                + _EXAMPLE
             )
         if s in out:
             raise ArgumentError(
@@ -329,7 +328,7 @@ def _expressions(expr: Any, names: dict[str, Any]) -> Any:
     if not isinstance(value, (sympy.Expr, Boolean)):
         raise ArgumentError(
             "from_sympy: expr must be a SymPy expression, or a list, tuple or Matrix "
-            f"of them; got {_a(expr)}"
+            f"of them; got {_a(expr)}\n{_EXAMPLE}"
         )
     return value
 
@@ -413,12 +412,16 @@ class SympyFunction:
                     stack.extend((c, False) for c in _children(e) if c not in env)
                     continue
                 env[e] = _from_sympy_node(e, [env[c] for c in _children(e)])
-        output = _rebuild(self.expr, env.__getitem__)
+        from symdiff.transforms import rebuild
+
+        output = rebuild(self.expr, env.__getitem__)
         return Traced(self.__name__, params, output, {}, "<sympy>")
 
     def __call__(self, *args: Any) -> Any:
         values = dict(zip(self.symbols, args, strict=True))
-        return _rebuild(self.expr, lambda e: float(e.evalf(subs=values)))
+        from symdiff.transforms import rebuild
+
+        return rebuild(self.expr, lambda e: float(e.evalf(subs=values)))
 
 
 def _flat(expr: Any) -> list[Any]:
@@ -428,10 +431,8 @@ def _flat(expr: Any) -> list[Any]:
     return [expr]
 
 
-def _rebuild(expr: Any, fn: Callable[[Any], Any]) -> Any:
-    if isinstance(expr, tuple):
-        return tuple(_rebuild(e, fn) for e in expr)
-    return fn(expr)
+#: The help line of from_sympy's argument errors.
+_EXAMPLE = "  help: from_sympy(expr, [x, y]) with x, y = sympy.symbols('x y')"
 
 
 def from_sympy(expr: Any, symbols: Any, *, target: str = "cpu") -> Any:

@@ -132,6 +132,8 @@ def _as_compiled(fun: Any, target: str) -> Compiled:
         raise ArgumentError(
             "symdiff.vectorize expects a function or a symdiff transform, got "
             + ("None" if fun is None else f"a `{type(fun).__name__}`")
+            + "\n  help: symdiff.vectorize(symdiff.grad(f)), or decorate a function "
+            "with @symdiff.vectorize or @symdiff.vectorize(target=...)"
         )
     reject_symdiff_function(fun, "vectorize")
     from symdiff.api import jit

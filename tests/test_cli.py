@@ -934,7 +934,8 @@ def test_unsupported_construct(command, tmp_path):
         ),
         (
             f"{CASES}:NotAFunction",
-            f"`NotAFunction` in {CASES} is a class, not a function",
+            f"`NotAFunction` in {CASES} is a class, not a function: name a function "
+            "defined with `def` (or a static method, NotAFunction.method)",
         ),
         (
             "README.md:f",

@@ -455,13 +455,13 @@ X = sympy.Symbol("x", real=True)
             None,
             [X],
             "from_sympy: expr must be a SymPy expression, or a list, tuple or Matrix "
-            "of them; got None",
+            f"of them; got None\n{SYMBOLS_HELP}",
         ),
         (
             {1: X},
             [X],
             "from_sympy: expr must be a SymPy expression, or a list, tuple or Matrix "
-            "of them; got a `dict` ({1: x})",
+            f"of them; got a `dict` ({{1: x}})\n{SYMBOLS_HELP}",
         ),
         (
             "x**",

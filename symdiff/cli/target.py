@@ -88,7 +88,7 @@ def load_target(spec: str) -> Target:
         raise bad_target(
             f"{_SPEC_HELP}, got {spec!r}; for example examples/seed004_chain.py:z"
         )
-    if ":" in where and not (where.endswith(".py") or os.path.isfile(where)):
+    if ":" in where and not where.endswith(".py"):
         raise bad_target(
             f"{spec!r} has too many colons: {_SPEC_HELP}, for example "
             "examples/seed004_chain.py:z"
@@ -211,7 +211,10 @@ def _lookup(module: types.ModuleType, where: str, name: str) -> Callable[..., An
                 f"{where} has no function `{name}`{_suggest(module, name)}"
             )
     if isinstance(obj, type):
-        raise bad_target(f"`{name}` in {where} is a class, not a function")
+        raise bad_target(
+            f"`{name}` in {where} is a class, not a function: name a function "
+            f"defined with `def` (or a static method, {name}.method)"
+        )
     if not callable(obj):
         raise bad_target(
             f"`{name}` in {where} is a {type(obj).__name__}, not a function"
