@@ -32,6 +32,7 @@ from symdiff.cli.kinds import (
     FLOAT,
     INT,
     array_shape,
+    base_kind,
     describe,
     is_array,
     select_kernel,
@@ -209,7 +210,7 @@ def _draw(rng: random.Random, kind: str, domain: tuple[float, float] | None) -> 
     an int64 parameter, true or false for a bool; an array of such for an array
     kind."""
     if is_array(kind):
-        base = kind[: kind.index("[")]
+        base = base_kind(kind)
         shape = array_shape(kind)
         items = [_draw(rng, base, domain) for _ in range(int(np.prod(shape)))]
         dtype = {FLOAT: np.float64, INT: np.int64, BOOL: np.bool_}[base]

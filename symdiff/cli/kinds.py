@@ -275,6 +275,11 @@ def is_array(kind: str) -> bool:
     return "[" in kind
 
 
+def base_kind(kind: str) -> str:
+    """The element kind: ``float64`` of ``float64[3,4]`` (of ``float64`` too)."""
+    return kind.split("[")[0]
+
+
 def array_shape(kind: str) -> tuple[int, ...]:
     return tuple(int(d) for d in kind[kind.index("[") + 1 : -1].split(","))
 
@@ -284,7 +289,7 @@ def sample(kind: str) -> Any:
     if is_array(kind):
         import numpy as np
 
-        base = kind[: kind.index("[")]
+        base = base_kind(kind)
         dtype = {FLOAT: np.float64, INT: np.int64, BOOL: np.bool_}[base]
         return np.ones(array_shape(kind), dtype=dtype)
     return _SAMPLES[kind]
@@ -293,8 +298,7 @@ def sample(kind: str) -> Any:
 def short(kind: str) -> str:
     """``f64``, ``i64[3]``: a kind as ``--arg`` spells it."""
     if is_array(kind):
-        base = kind[: kind.index("[")]
-        return SHORT[base] + kind[kind.index("[") :]
+        return SHORT[base_kind(kind)] + kind[kind.index("[") :]
     return SHORT[kind]
 
 
@@ -303,7 +307,7 @@ def numba_type(dtype: str, contiguous: bool = True) -> str:
     for an array, C-contiguous (``float64[:, ::1]``, what NumPy makes and BLAS
     wants) or, with ``contiguous=False``, of any layout (``float64[:, :]``)."""
     if is_array(dtype):
-        base = dtype[: dtype.index("[")]
+        base = base_kind(dtype)
         rank = dtype.count(",") + 1
         last = "::1" if contiguous else ":"
         return f"{NUMBA_TYPES[base]}[{', '.join([':'] * (rank - 1) + [last])}]"

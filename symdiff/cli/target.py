@@ -32,6 +32,7 @@ from symdiff.cli.kinds import (
     BOOL,
     FLOAT,
     INT,
+    base_kind,
     format_value,
     infer,
     literal_array_kind,
@@ -273,7 +274,7 @@ def parse_wrt(
         raise Failure(f"{target.label} takes no arguments: nothing to differentiate")
     kinds = tuple(kinds) if kinds is not None else (FLOAT,) * len(params)
     if wrt is None:
-        floats = [i for i, kind in enumerate(kinds) if kind.split("[")[0] == FLOAT]
+        floats = [i for i, kind in enumerate(kinds) if base_kind(kind) == FLOAT]
         if not floats:
             raise click.UsageError(_nothing_by_default(target, kinds))
         return floats[0] if len(floats) == 1 else tuple(floats)
@@ -284,7 +285,7 @@ def parse_wrt(
             raise click.BadParameter(
                 f"`{params[index]}` is given twice", param_hint="'--wrt'"
             )
-        if kinds[index].split("[")[0] == BOOL:
+        if base_kind(kinds[index]) == BOOL:
             raise click.BadParameter(
                 f"cannot differentiate with respect to `{params[index]}`: it is a "
                 "bool (only f64 and i64 parameters can be differentiated)",
@@ -296,9 +297,7 @@ def parse_wrt(
 
 def _nothing_by_default(target: Target, kinds: Sequence[str]) -> str:
     listed = ", ".join(f"{p}: {k}" for p, k in zip(target.params, kinds, strict=True))
-    ints = [
-        p for p, k in zip(target.params, kinds, strict=True) if k.split("[")[0] == INT
-    ]
+    ints = [p for p, k in zip(target.params, kinds, strict=True) if base_kind(k) == INT]
     if not ints:
         return f"`{target.name}` has no parameter to differentiate ({listed})"
     return (
