@@ -65,6 +65,20 @@ def harmonic_while(x):
     return s * x
 
 
+def read_then_scattered(x, idx, n):
+    # the inner backward loop's adjoint of `v` is `x`'s and, halved, `g`'s: it
+    # must not start from `x_bar` (it did, and `g` got `x_bar`'s past too)
+    out = np.zeros(4)
+    for _ in range(n):
+        g = np.zeros(3)
+        for p in range(3):
+            g[p] += out[idx[p]]
+        v = g * 0.5 + x
+        for p in range(v.shape[0]):
+            out[idx[p]] = v[p]
+    return np.sum(out**2 * np.arange(4.0))
+
+
 U = np.triu(np.random.default_rng(0).uniform(size=(4, 4))) + 2 * np.eye(4)
 B = np.random.default_rng(1).uniform(size=4)
 X5 = np.array([0.3, 0.5, 0.9, 1.1, 0.2])
@@ -76,6 +90,7 @@ CASES = [
     (back_substitution, (U, B), 0),
     (back_substitution, (U, B), 1),
     (while_in_for, (0.373,), 0),
+    (read_then_scattered, (np.array([0.3, -0.5, 0.8]), np.array([3, 1, 2]), 3), 0),
 ]
 
 

@@ -271,10 +271,19 @@ def _accumulate_into(
     rebuilt over the new inner loop."""
     sums: list[Node] = []
     starts: dict[Node, dict[int, Node]] = {}
+    # a contribution read anywhere else (the adjoint of ``v = 0.5 * w + x`` is
+    # ``x``'s and, halved, ``w``'s) must stay what the inner loop accumulated
+    uses: dict[Node, int] = {}
+    for root in [*state, *contributions]:
+        uses[root] = uses.get(root, 0) + 1
+    for node in topological([*state, *contributions]):
+        for a in node.args:
+            uses[a] = uses.get(a, 0) + 1
     for acc, g in zip(accumulators, contributions, strict=True):
         inner = g.args[0] if g.op == "item" else None
         if (
             inner is not None
+            and uses[g] == 1
             and g.attrs[0] in L.body_of(inner).accumulators
             and A.is_zero_fill(inner.args[1 + g.attrs[0]])
             and g.attrs[0] not in starts.get(inner, {})
