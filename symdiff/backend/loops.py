@@ -1197,7 +1197,10 @@ class ArrayKernel:
 
         for m in g.members:
             k = self.kinds[m]
-            names = reads(m)
+            view = m.op in VIEWS or m.op == "reshape"
+            # a view member is index arithmetic on its source (``_through``), not
+            # an expression of its operands read at the nest's position
+            names = env if view else reads(m)
             if k == "reduce":
                 value = (
                     printer.expr(m.args[0], names)[0]
@@ -1239,15 +1242,14 @@ class ArrayKernel:
                 continue
             if m in self.inlined:
                 continue
-            if m in self.into:
-                text = printer.definition(m, names)[0]
-                lines.append(add(self.names[self.into[m]], idx, text))
-                continue
-            if m.op in VIEWS or m.op == "reshape":
+            if view:
                 src, at = self._through(m, list(idx))
                 text = self._iota(m, idx) if m.op == "iota" else self.read(src, at, env)
             else:
                 text = printer.definition(m, names)[0]
+            if m in self.into:
+                lines.append(add(self.names[self.into[m]], idx, text))
+                continue
             if m in self.stored:
                 cell = f"{self.names[m]}[{', '.join(idx)}]"
                 lines.append(f"{cell} = {text}")
@@ -1397,7 +1399,15 @@ class _Reads(dict):  # type: ignore[type-arg]
 def _reads_first(order: list[Node], forward: set[Node]) -> list[Node]:
     """``order`` rescheduled so that array updates run as late as they can: the
     reads of an array's old values come before it is written in place.  Forward
-    values still come first; ties keep ``order``'s order."""
+    values still come first; ties keep ``order``'s order.
+
+    An update (or a loop, which may take over its initial arrays) waits (once)
+    while a reader of the array it overwrites is still to come, where the reader
+    does not need the update; a reader through a view (``v_bar[p] +=
+    out_bar[j]`` reads ``out_bar`` through the scalar ``take``) is the node that
+    prints the read, the first one past the views.  An update
+    placed before such a reader must copy the whole array so that the reader
+    sees the old values: in a loop body, a copy per iteration."""
     position = {n: i for i, n in enumerate(order)}
     waiting = {n: len({a for a in n.args if a in position}) for n in order}
     users: dict[Node, list[Node]] = {}
@@ -1405,21 +1415,80 @@ def _reads_first(order: list[Node], forward: set[Node]) -> list[Node]:
         for a in set(n.args):
             if a in position:
                 users.setdefault(a, []).append(n)
+    readers = {}
+    for n in order:
+        if n.op == "index_update":
+            owned = [n.args[0]]
+        elif n.op == "loop":  # it may take over its initial arrays
+            owned = [a for a in L.operands(n)[1] if a.shape]
+        else:
+            continue
+        found = [
+            r for a in owned if a in position for r in _readers(n, a, users, position)
+        ]
+        if found:
+            readers[n] = found
 
-    def key(n: Node) -> tuple[int, int, int]:
-        return (n not in forward, n.op == "index_update", position[n])
+    def key(n: Node, deferred: bool = False) -> tuple[int, int, int, int]:
+        return (n not in forward, deferred, n.op == "index_update", position[n])
 
     ready = [key(n) for n in order if waiting[n] == 0]
     heapq.heapify(ready)
     out: list[Node] = []
+    done: set[Node] = set()
     while ready:
-        n = order[heapq.heappop(ready)[2]]
+        item = heapq.heappop(ready)
+        n = order[item[3]]
+        if not item[1] and any(r not in done for r in readers.get(n, ())):
+            heapq.heappush(ready, key(n, deferred=True))
+            continue
         out.append(n)
+        done.add(n)
         for u in users.get(n, []):
             waiting[u] -= 1
             if waiting[u] == 0:
                 heapq.heappush(ready, key(u))
     return out
+
+
+def _readers(
+    update: Node, array: Node, users: dict[Node, list[Node]], position: dict[Node, int]
+) -> list[Node]:
+    """The nodes that read ``array``, which ``update`` may overwrite (through
+    views: the first node past them), and do not depend on ``update`` itself."""
+    out: list[Node] = []
+    stack = [c for c in users.get(array, []) if c is not update]
+    seen: set[Node] = set()
+    while stack:
+        c = stack.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        if c.op in VIEWS and c.op != "iota":
+            stack.extend(users.get(c, []))
+        elif c is not update and not _depends(c, update, users, position):
+            out.append(c)
+    return out
+
+
+def _depends(
+    b: Node, a: Node, users: dict[Node, list[Node]], position: dict[Node, int]
+) -> bool:
+    """Whether ``b`` depends on ``a`` (in a topological ``position``, nothing
+    placed after ``b`` leads to it)."""
+    limit = position[b]
+    if limit < position[a]:
+        return False
+    stack, seen = [a], {a}
+    while stack:
+        n = stack.pop()
+        for c in users.get(n, []):
+            if c is b:
+                return True
+            if c not in seen and position[c] < limit:
+                seen.add(c)
+                stack.append(c)
+    return False
 
 
 def _const_fill(a: Node) -> bool:

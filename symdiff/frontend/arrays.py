@@ -858,6 +858,24 @@ def _running(op: str, name: str) -> Builder:
     return build
 
 
+def _take(
+    a: Value, indices: Value, axis: Value | None = None, out: Value | None = None
+) -> Node:
+    """``np.take``: ``a[..., indices]`` along ``axis`` (of the flattened array
+    without one), NumPy's advanced indexing."""
+    if not _none(out):
+        raise Unsupported("np.take: `out` is not supported", "leave it out")
+    node = array(a)
+    if axis is None or _none(axis):
+        node, ax = _flat(node), 0
+    else:
+        ax = _axis_list(axis, len(node.shape), "np.take")[0]
+    if not is_array_index(indices):
+        indices = array(indices, "np.take's `indices`")
+    key = (*(Static(SliceValue(None, None, None)),) * ax, indices)
+    return index(node, key)
+
+
 def _builtin_sum(iterable: Value, start: Value | None = None) -> Node:
     """Python's ``sum``: of an array, its rows added (``np.sum(x, axis=0)``); of
     a tuple or list, its items added to ``start``."""
@@ -911,6 +929,7 @@ _NUMPY: dict[str, Builder] = {
     "flipud": _flip_axis(0, "np.flipud"),
     "roll": _roll,
     "diag": _diag,
+    "take": _take,
     "cumsum": _running("add", "np.cumsum"),
     "cumprod": _running("mul", "np.cumprod"),
     "zeros_like": _like(0.0),
@@ -967,6 +986,7 @@ METHODS: dict[str, Builder] = {
     "flatten": _ravel,
     "transpose": _method_transpose,
     "copy": lambda x: x,
+    "take": _take,
     "any": _logical("any"),
     "all": _logical("all"),
 }
@@ -1058,17 +1078,19 @@ def dynamic_spec(x: Node, key: Value, what: str = "indexing") -> tuple[Any, list
     return tuple(spec), index
 
 
+def is_array_index(item: Value) -> bool:
+    return isinstance(item, tuple) or (isinstance(item, Node) and bool(item.shape))
+
+
 def index(x: Node, key: Value) -> Node:
-    """``x[key]`` for integers, slices, ``None`` and ``...`` (basic indexing)."""
+    """``x[key]`` for integers, slices, ``None`` and ``...`` (basic indexing), and
+    for integer arrays and lists (advanced indexing, :func:`_advanced_index`)."""
     items = list(key) if isinstance(key, tuple) else [key]
+    if any(is_array_index(i) for i in items):
+        return _advanced_index(x, items)
     if not all(_is_static(i) for i in items):
         spec, positions = dynamic_spec(x, key)
         return A.take(x, spec, positions)
-    if any((isinstance(i, Node) and i.shape) or isinstance(i, tuple) for i in items):
-        raise Unsupported(
-            "indexing with an array or a list (fancy indexing) is not supported",
-            "use slices, or np.where for masks",
-        )
     n_real = sum(
         1 for i in items if not (isinstance(i, Static) and i.obj in (None, Ellipsis))
     )
@@ -1110,6 +1132,153 @@ def index(x: Node, key: Value) -> Node:
             )
         axis += 1
     return A.getitem(x, tuple(spec))
+
+
+@dataclass(frozen=True)
+class _Advanced:
+    """How ``x[key]`` with index arrays reads ``x``: ``x`` transposed by ``perm``
+    (the indexed axes first), read at ``index`` (flattened to one length, or
+    numbers; ``wrap`` where an entry may be negative), giving rows of shape
+    ``(*shape, *rest)``, then transposed by ``place``."""
+
+    x: Node
+    perm: tuple[int, ...]
+    index: list[Node]
+    wrap: list[bool]
+    shape: Shape
+    place: tuple[int, ...]
+
+
+def _plan_advanced(x: Node, items: list[Value], what: str) -> _Advanced:
+    """NumPy's advanced indexing by integer arrays (and lists) on some axes, with
+    integers and ``:`` on the others.  The index arrays broadcast together; their
+    shape replaces the indexed axes, in place when those axes are adjacent, else
+    in front (NumPy's rule)."""
+    if any(isinstance(i, Static) and i.obj is None for i in items):
+        raise Unsupported(
+            f"{what}: `None` together with an index array is not supported",
+            "index first, then add the axis: np.expand_dims(x[idx], 0)",
+        )
+    items = _expand(x, items)
+    if len(items) > len(x.shape):
+        raise Unsupported(
+            f"too many indices for an array of dimension {len(x.shape)}",
+            "give at most one index per axis",
+        )
+    picked: dict[int, Node] = {}
+    for axis, item in enumerate(items):
+        if isinstance(item, Static):
+            sl = item.obj
+            if not (
+                isinstance(sl, SliceValue)
+                and _none(sl.start)
+                and _none(sl.stop)
+                and _none(sl.step)
+            ):
+                raise Unsupported(
+                    f"{what}: with an index array, the other indices must be "
+                    "integers or `:`",
+                    "slice first, then index the result: y = x[:, 1:]; y[idx]",
+                )
+            continue
+        node = array(item, "an index")
+        if node.dtype == "bool":
+            raise Unsupported(
+                f"{what} with a boolean mask is not supported: the result's "
+                "length would depend on the values",
+                "keep the shape and zero the rest: np.where(mask, x, 0.0) "
+                "(np.sum(np.where(mask, x, 0.0)) sums the selected elements)",
+            )
+        if node.dtype != "int64":
+            raise Unsupported(
+                "arrays used as indices must be of integer type",
+                "pass the positions as an int array (np.array([0, 2])), or "
+                "compute them with np.arange",
+            )
+        picked[axis] = node
+    axes = sorted(picked)
+    rest = [a for a in range(len(x.shape)) if a not in picked]
+    shape = S.broadcast([picked[a].shape for a in axes], lambda: "the index arrays")
+    size = S.product(shape)
+    index, wrap = [], []
+    for a in axes:
+        node = picked[a]
+        if node.shape:
+            node = A.reshape(B.broadcast_to(node, shape), (size,))
+        index.append(node)
+        wrap.append(not _non_negative(node))
+    place = tuple(range(len(shape) + len(rest)))
+    if axes == list(range(axes[0], axes[-1] + 1)) and axes[0] > 0:
+        # adjacent indexed axes: their result axes stay where they were
+        b = list(range(len(shape)))
+        after = list(range(len(shape), len(place)))
+        place = (*after[: axes[0]], *b, *after[axes[0] :])
+    return _Advanced(x, (*axes, *rest), index, wrap, shape, place)
+
+
+def _advanced_index(x: Node, items: list[Value]) -> Node:
+    """``x[idx]``, ``P[np.arange(n), labels]``, ``X[:, [0, 2]]``: the rows of
+    :func:`symdiff.ir.arrays.gather`, shaped as NumPy shapes them."""
+    full = Static(SliceValue(None, None, None))
+    if not any(isinstance(i, Static) and i.obj is None for i in items):
+        items = _expand(x, items)
+        if len(items) <= len(x.shape) and any(
+            isinstance(i, Static) and i != full for i in items
+        ):
+            # the slices first, every axis kept (``X[1:, idx]``)
+            x = index(x, tuple(i if isinstance(i, Static) else full for i in items))
+            items = [full if isinstance(i, Static) else i for i in items]
+    plan = _plan_advanced(x, items, "indexing")
+    source = A.transpose(x, plan.perm)
+    rows = A.gather(source, plan.index, plan.wrap, "advanced indexing")
+    rows = A.reshape(rows, (*plan.shape, *source.shape[len(plan.index) :]))
+    return A.transpose(rows, plan.place)
+
+
+def advanced_update(x: Node, key: Value, value: Node, mode: str) -> Node:
+    """``x[idx] = v`` and ``x[idx] += v`` with index arrays, as NumPy does them:
+    a position given twice keeps the last value written, and ``+=`` reads every
+    position before writing (``x[idx] = x[idx] + v``: a repeated position adds
+    ``v`` once; ``np.add.at`` would add it each time)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    plan = _plan_advanced(x, items, "element assignment")
+    source = A.transpose(x, plan.perm)
+    k = len(plan.index)
+    result = tuple(
+        (*plan.shape, *source.shape[k:])[a] for a in plan.place
+    )  # the shape of x[key]
+    if value.shape != result:
+        S.broadcast([result, value.shape], lambda: "in element assignment")
+        value = B.broadcast_to(value, result)
+    rows = A.transpose(value, A.inverse(plan.place))
+    rows = A.reshape(rows, (S.product(plan.shape), *source.shape[k:]))
+    if mode == "add":
+        rows = B.add(A.gather(source, plan.index, plan.wrap, "advanced indexing"), rows)
+    updated = A.scatter_rows(source, rows, plan.index, plan.wrap, "element assignment")
+    return A.transpose(updated, A.inverse(plan.perm))
+
+
+def _non_negative(node: Node) -> bool:
+    """Whether an index array is known to hold no negative values (``np.arange``,
+    constants, shapes): no wrap-around test is generated for it."""
+    stack = [node]
+    seen = 0
+    while stack:
+        n = stack.pop()
+        seen += 1
+        if seen > 64:
+            return False
+        if n.op in ("iota", "dim"):
+            continue
+        if n.op == "const":
+            if n.value < 0:
+                return False
+            continue
+        if n.op in ("pack", "reshape", "broadcast", "transpose", "add", "mul"):
+            stack.extend(n.args)
+            continue
+        return False
+    return True
 
 
 def _position(item: Node, n: Length, axis: int) -> Length:

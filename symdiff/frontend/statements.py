@@ -164,6 +164,8 @@ class StatementLowering:
         key = self.expr(target.slice)
         if base is self.poison or key is self.poison or value is self.poison:
             return
+        if isinstance(target.slice, ast.List):
+            key = (key,)  # out[[0, 2]] = v: a list of positions, not out[0, 2]
         if not (isinstance(base, Node) and base.shape):
             self.error(
                 target,
@@ -177,6 +179,16 @@ class StatementLowering:
                 "the assigned value must be a number or an array",
                 "assign one element at a time, e.g. `out[i] = a` and `out[j] = b`",
             )
+            return
+        items = list(key) if isinstance(key, tuple) else [key]
+        if any(AR.is_array_index(i) for i in items):
+            try:
+                updated = AR.advanced_update(base, key, value, mode)
+            except (AR.Unsupported, S.ShapeMismatch) as exc:
+                self.error(target, exc.args[0], getattr(exc, "hint", ""))
+                return
+            self.hints.setdefault(updated, name)
+            self.frame.env[name] = updated
             return
         try:
             spec, index = AR.dynamic_spec(base, key, "element assignment")

@@ -621,3 +621,80 @@ def running(op: str, x: Node, axis: int, label: str = "") -> Node:
     init = (full(identity, rows.shape[1:]), full(_zero_of(rows.dtype), rows.shape))
     node = L.loop(dim(rows.shape[0]), init, (rows,), body)
     return transpose(L.result(node, 1), inverse(perm))
+
+
+def _positions(
+    shape: Shape, index: Sequence[Node], wrap: Sequence[bool], p: Node
+) -> tuple[list[Node], list[Node], list[Node]]:
+    """The positions in an array of ``shape`` that row ``p`` of index arrays
+    ``index`` names (see :func:`gather`), the body inputs they read, and the
+    values outside the loop those inputs stand for."""
+    positions: list[Node] = []
+    inputs: list[Node] = []
+    outside: list[Node] = []
+    for axis, (item, signed) in enumerate(zip(index, wrap, strict=True)):
+        if item.op == "iota" and len(item.shape) == 1:
+            positions.append(p)  # ``np.arange(n)``: the position itself
+            continue
+        v = L.var("idx" if item.shape else "j", item.shape, "int64")
+        inputs.append(v)
+        outside.append(item)
+        at = take(v, (("at", 0),), [p]) if item.shape else v
+        if signed:
+            end = apply("add", at, dim(shape[axis]))
+            at = select(apply("lt", at, constant(0)), end, at)
+        positions.append(at)
+    return positions, inputs, outside
+
+
+def gather(
+    x: Node, index: Sequence[Node], wrap: Sequence[bool], label: str = ""
+) -> Node:
+    """``x[i0, i1, ..., :, ...]`` at integer arrays (NumPy's advanced indexing):
+    ``index`` holds one int64 entry per leading axis of ``x``, each a 1-D array
+    of one length ``n`` or a number; row ``p`` of the result (shape ``(n,
+    *x.shape[len(index):])``) is ``x[i0[p], i1[p], ...]``.  Where ``wrap`` says
+    an entry may be negative, a negative position counts from the end of its
+    axis, as in NumPy; positions are not bounds-checked (as run-time indices
+    are not).
+
+    A loop over the positions, as a person writes it: its reverse mode adds
+    each row's adjoint into ``x_bar`` at that row's positions (a position given
+    twice gets both), its forward mode gathers tangents the same way."""
+    n = next(i.shape[0] for i in index if i.shape)
+    rest = x.shape[len(index) :]
+    p = L.var("p", (), "int64")
+    out = L.var("out", (n, *rest), x.dtype)
+    xs = L.var("x", x.shape, x.dtype)
+    positions, inputs, outside = _positions(x.shape, index, wrap, p)
+    spec = (*(("at", a) for a in range(len(index))), *(("all",),) * len(rest))
+    value = take(xs, spec, positions)
+    # added into zeros, not set: the adjoint of ``+=`` leaves ``out_bar`` as it is
+    # (that of ``=`` zeroes ``out_bar[p]`` after reading it: a copy per iteration)
+    mode = "set" if x.dtype == "bool" else "add"
+    new_out = index_update(out, value, row_spec(1 + len(rest)), [p], mode)
+    body = L.Body(p, (out,), (xs, *inputs), (new_out,), label=label)
+    init = (full(_zero_of(x.dtype), (n, *rest)),)
+    node = L.loop(dim(n), init, (x, *outside), body)
+    return L.result(node, 0)
+
+
+def scatter_rows(
+    x: Node, rows: Node, index: Sequence[Node], wrap: Sequence[bool], label: str = ""
+) -> Node:
+    """``x`` with ``x[i0[p], i1[p], ...] = rows[p]`` for every ``p`` in order (the
+    write of NumPy's advanced indexing: a position given twice keeps the last
+    row).  ``index`` and ``wrap`` as for :func:`gather`.  A loop over the rows
+    whose reverse mode hands each row the adjoint of the position it wrote last
+    (a later write zeroes the adjoint of the earlier one)."""
+    p = L.var("p", (), "int64")
+    out = L.var("out", x.shape, x.dtype)
+    vals = L.var("v", rows.shape, rows.dtype)
+    positions, inputs, outside = _positions(x.shape, index, wrap, p)
+    k = len(index)
+    spec = (*(("at", a) for a in range(k)), *(("all",),) * (len(x.shape) - k))
+    row = take(vals, row_spec(len(rows.shape)), [p])
+    new_out = index_update(out, row, spec, positions, "set")
+    body = L.Body(p, (out,), (vals, *inputs), (new_out,), label=label)
+    node = L.loop(dim(rows.shape[0]), (x,), (rows, *outside), body)
+    return L.result(node, 0)
