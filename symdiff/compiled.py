@@ -672,7 +672,7 @@ class Compiled:
         the help says so, and to call the function with its arrays first."""
         floats = [i for i, d in enumerate(assumed) if d == "float64"]
         tracer = getattr(self._fun, "__symdiff_trace__", None)
-        for axes in (":", ":,:"):
+        for axes in (":", ":,:", ":,:,:"):
             dtypes = tuple(
                 f"float64[{axes}]" if i in floats else d for i, d in enumerate(assumed)
             )

@@ -132,8 +132,12 @@ def concat_bad_axis(a, b):
     return np.sum(np.concatenate([a, b], axis=1))
 
 
-def list_index(x):
-    return np.sum(x[[0, 2]])
+def mask_index(x):
+    return np.sum(x[x > 0.5])
+
+
+def transpose_a_number(x):
+    return np.transpose(np.sum(x), (1, 0))
 
 
 def float_of_array(x):
@@ -152,10 +156,8 @@ def builtin_max(x):
     ("fn", "message"),
     [
         (concat_bad_axis, "axis 1 is out of bounds for arrays of dimension 1"),
-        (
-            list_index,
-            "indexing with an array or a list (fancy indexing) is not supported",
-        ),
+        (mask_index, "indexing with a boolean mask is not supported"),
+        (transpose_a_number, "`axes` must be a permutation of the array's axes"),
         (float_of_array, "`float` of an array is not defined element-wise"),
         (index_a_number, "a number cannot be indexed"),
         (builtin_max, "`max` of an array is not defined element-wise"),

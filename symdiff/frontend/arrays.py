@@ -281,8 +281,9 @@ def _transpose(x: Value, axes: Value | None = None) -> Node:
         raise Unsupported(
             "`axes` must be a tuple of integers", "write np.transpose(x, (1, 0, 2))"
         )
-    perm = tuple(static_int(a, "an axis") % len(node.shape) for a in axes)
-    if sorted(perm) != list(range(len(node.shape))):
+    rank = len(node.shape)
+    perm = tuple(static_int(a, "an axis") % max(rank, 1) for a in axes)
+    if len(perm) != rank or sorted(perm) != list(range(rank)):
         raise Unsupported(
             "`axes` must be a permutation of the array's axes",
             "name every axis once: np.transpose(x, (1, 0, 2))",
