@@ -14,10 +14,10 @@ ADBench defines it (``gmm_objective`` in its Python modules):
 on the *same* Python function: the check runs ``gmm_objective``'s own code with
 ``np`` bound to ``jax.numpy`` (see `_support.with_modules`).
 
-How Q is unpacked, using only what symdiff parses: slicing with constant bounds,
-``np.concatenate``, one product with a constant 0/1 matrix ``unpack`` (built once,
-below, with ordinary NumPy), ``reshape`` and ``.T``.  No fancy indexing, no
-writes into arrays, no einsum, no batched matmul:
+How Q is unpacked: slicing with constant bounds, ``np.concatenate``, one product
+with a constant 0/1 matrix ``unpack`` (built once, below, with ordinary NumPy),
+``reshape`` and ``.T``.  No index arrays (the product is one BLAS call where a
+gather would be a loop), no writes into arrays, no einsum, no batched matmul:
 
 * ``packed = [exp(q_k), icf[k, d:]]`` per component, one row of a (k, d(d+1)/2)
   array; ``packed @ unpack`` puts every entry at its place in Q_k flattened row
