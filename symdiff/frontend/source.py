@@ -92,8 +92,24 @@ def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
     tree = module.body[0] if module.body else None
     if not isinstance(tree, ast.FunctionDef):
         raise _no_source(fn, "its source is not a `def` statement")
+    inner = inspect.unwrap(fn)  # what inspect.getsource read
+    code = getattr(inner, "__code__", fn.__code__)
+    params = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
+    if tree.name != code.co_name or params != list(
+        code.co_varnames[: code.co_argcount]
+    ):
+        # the file changed since the module was imported: its text at the line
+        # Python recorded is another function (or another signature)
+        name = getattr(inner, "__qualname__", code.co_name)
+        raise SourceUnavailableError(
+            f"the source of `{name}` in {code.co_filename} changed since "
+            f"it was imported: line {code.co_firstlineno} now holds `def "
+            f"{tree.name}({', '.join(params)})`\n"
+            "  help: reload the module (importlib.reload) or restart, so that the "
+            "function and its file agree"
+        )
     # inspect.getsource starts at the first decorator, which is co_firstlineno.
-    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
     if indent:
         for node in ast.walk(tree):
             if hasattr(node, "col_offset"):
