@@ -103,8 +103,17 @@ def load_target(spec: str) -> Target:
     module = _import_file(where) if is_file else _import_module(where)
     fn = _lookup(module, where, name)
     if isinstance(fn, Compiled):
-        # The user's own function under a symdiff decorator (update_wrapper).
-        fn = getattr(fn, "__wrapped__", fn)
+        # The user's own function under a symdiff decorator (update_wrapper): the
+        # command works on the function as written, and says so (in Python,
+        # symdiff.grad of the decorated name would differentiate its result)
+        inner = getattr(fn, "__wrapped__", fn)
+        if inner is not fn:
+            click.echo(
+                f"note: `{name}` is decorated with symdiff.{fn._spec.kind}; this "
+                f"command works on `{name}` as written, without the decorator",
+                err=True,
+            )
+        fn = inner
     return Target(spec, where, is_file, name, fn, _positional(fn), _defaults(fn))
 
 
