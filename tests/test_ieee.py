@@ -1,6 +1,7 @@
 """IEEE semantics at special points: ``1 / 0`` is ``inf`` on every target, as the
 README promises, never ``ZeroDivisionError`` (Numba's integer powers raise it for
-``0.0 ** -k``: the printer writes ``1.0 / x ** k``, the same computation)."""
+``0.0 ** -k``: the printer writes ``1.0 / x ** k``, the same computation, and a
+run-time int exponent as a float, Python's own ``x ** n``)."""
 
 import math
 
@@ -54,3 +55,20 @@ def test_negative_integer_powers_elsewhere_are_numbas():
 def test_powers_that_underflow_to_zero_are_infinite(target):
     assert symdiff.jit(inverse_square, target=target)(1e-300) == math.inf
     assert symdiff.grad(inverse_square, target=target)(-1e-200) == math.inf
+
+
+def int_argument_power(x, n: int):
+    return x**n
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_powers_by_an_int_argument_at_zero(target):
+    """``x ** n`` with ``n`` known only at run time: ``0.0 ** -1`` is ``inf``
+    (Numba's integer power raised), and ``x ** 0`` has slope 0 at ``x = 0`` too
+    (``0 * 0.0 ** -1`` was NaN), as in JAX."""
+    assert symdiff.jit(int_argument_power, target=target)(0.0, -1) == math.inf
+    grad = symdiff.grad(int_argument_power, target=target)
+    assert grad(0.0, 0) == 0.0
+    assert grad(0.0, -1) == -math.inf
+    assert grad(0.0, 2) == 0.0
+    assert grad(1.5, 3) == pytest.approx(3 * 1.5**2, rel=1e-15)

@@ -174,6 +174,20 @@ class Printer:
             if base_prec < (P_MUL + 1 if k == 1 else P_POW + 1):
                 base = f"({base})"
             return (f"1.0 / {base}" if k == 1 else f"1.0 / {base} ** {k}"), P_MUL
+        if (
+            node.op == "pow"
+            and arg is not None
+            and arg.dtype == "float64"
+            and node.args[1].dtype == "int64"
+            and node.args[1].op != "const"
+        ):
+            # an int exponent known at run time: Numba's integer power raises
+            # ZeroDivisionError for 0.0 ** -n; a float exponent is Python's own
+            # x ** n (C's pow) and gives inf there
+            base, base_prec = self.expr(arg, names)
+            if base_prec < P_POW + 1:
+                base = f"({base})"
+            return f"{base} ** float({self.expr(node.args[1], names)[0]})", P_POW
         parts = []
         for i, arg in enumerate(node.args):
             text, arg_prec = self.expr(arg, names)

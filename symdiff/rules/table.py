@@ -53,6 +53,8 @@ def _pow_partials(a: Node, b: Node, out: Node) -> tuple[Partial, Partial]:
     d_base = mul(b, pow_(a, sub(b, constant(1))))
     if b.op == "const":
         return d_base, None
+    # a ** 0 is 1 everywhere: its slope is 0, also at a == 0 (not 0 * inf)
+    d_base = select(apply("eq", b, constant(0)), ZERO, d_base)
     # d/db a**b = a**b log(a); at a == 0 the limit is 0 (for b > 0), not 0 * -inf.
     d_exp = select(apply("eq", a, ZERO), ZERO, mul(out, apply("log", a)))
     return d_base, d_exp
