@@ -365,3 +365,21 @@ def test_the_listing_names_lengths_axes_and_indices():
     assert "param x : f64[x.shape[0]]" in listing
     assert "getitem %0 [0:x.shape[0] // 2] : f64[x.shape[0] // 2]" in listing
     assert "Dim(" not in listing
+
+
+def shapes_differ_by_branch(x, y):
+    if y > 0:
+        z = x[1:]
+    else:
+        z = x
+    return np.sum(z * z)
+
+
+def test_branches_of_different_shapes_are_reported_at_the_if():
+    """Both branches run (if-conversion), so their arrays must have one shape;
+    the check that fails names the `if`, with its line (it named nothing)."""
+    with pytest.raises(symdiff.ShapeError) as info:
+        symdiff.jit(shapes_differ_by_branch, target="python")(np.ones(3), 1.0)
+    text = str(info.value)
+    assert f"{HERE}:{line_of(shapes_differ_by_branch)}:5:" in text
+    assert "if y > 0:" in text

@@ -230,7 +230,12 @@ class ExpressionLowering:
                 self.merge(node, cond, x, y) for x, y in zip(a, b, strict=True)
             )
         if isinstance(a, Node) and isinstance(b, Node):
-            return B.select(cond, a, b)
+            # shapes that must agree are checked at the `if` (or its expression)
+            outer, self.current = self.current, node
+            try:
+                return B.select(cond, a, b)
+            finally:
+                self.current = outer
         if isinstance(a, Static) and isinstance(b, Static) and a.obj is b.obj:
             return a
         if isinstance(a, Undefined):
