@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -31,13 +32,23 @@ def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Compiled:
 
 
 def _all_args(fun: Callable[..., Any]) -> tuple[int, ...]:
+    """The positions of all of ``fun``'s parameters: the ``argnums`` of the
+    transform a jvp, vjp or hvp call giving every primal runs (and caches)."""
+    return _given_args(fun, sys.maxsize)
+
+
+def _given_args(fun: Callable[..., Any], count: int) -> tuple[int, ...]:
+    """The positions of the ``count`` primals a jvp, vjp or hvp call gives: the
+    parameters after them keep their defaults and get no tangent (as in JAX,
+    which calls ``fun(*primals)``).  More primals than parameters are left to
+    the call's binding to report."""
     try:
         n = len(inspect.signature(fun).parameters)
     except (TypeError, ValueError):
         raise ArgumentError(
             f"expected a function, got a `{type(fun).__name__}`"
         ) from None
-    return tuple(range(n))
+    return tuple(range(min(count, n)))
 
 
 def _with_tangents(
@@ -52,7 +63,7 @@ def _with_tangents(
         )
     for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
         _same_shape(t, np.shape(p), f"tangent {i}", f"primal {i}")
-    compiled = _cached(fun, Spec(kind, _all_args(fun)), target)
+    compiled = _cached(fun, Spec(kind, _given_args(fun, len(primals))), target)
     return compiled.call_extended(primals, tangents)
 
 
@@ -201,9 +212,14 @@ def jvp(
     Parameters
     ----------
     fun : callable
-        The function; every positional argument is a primal.
+        The function; it is called as ``fun(*primals)``.
     primals, tangents : tuple
-        Argument values and the direction, one entry per argument.
+        Argument values and the direction, one tangent per primal.  Parameters
+        after the primals given keep their defaults, with a zero tangent.  An
+        int primal is a real number, as for :func:`grad`: its tangent counts
+        wherever it takes part in arithmetic (a bool's is ignored).
+    target : {"cpu", "parallel", "cuda", "python"}, default "cpu"
+        As for :func:`grad`.
 
     Returns
     -------
@@ -224,11 +240,21 @@ def vjp(
 ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """Reverse mode: the output and a function pulling cotangents back.
 
+    Parameters
+    ----------
+    fun : callable
+        The function; it is called as ``fun(*primals)``, and parameters after
+        the primals given keep their defaults.
+    *primals
+        Argument values.
+    target : {"cpu", "parallel", "cuda", "python"}, default "cpu"
+        As for :func:`grad`.
+
     Returns
     -------
     tuple
         ``(output, vjp_fun)``; ``vjp_fun(cotangent)`` (the output's structure)
-        returns a tuple with one cotangent per primal.
+        returns a tuple with one cotangent per primal given.
 
     Examples
     --------
@@ -237,7 +263,7 @@ def vjp(
     >>> out, pullback((1.0, 0.0))
     ((6.0, 5.0), (3.0, 2.0))
     """
-    argnums = _all_args(fun)
+    argnums = _given_args(fun, len(primals))
     out = _cached(fun, Spec("jit"), target)(*primals)
     backward = _cached(fun, Spec("vjp", argnums), target)
     structure = out
@@ -325,6 +351,22 @@ def hvp(
     """Hessian-vector product, without forming the Hessian.
 
     One forward sweep over the gradient graph: ``H @ v`` for ``v = tangents``.
+
+    Parameters
+    ----------
+    fun : callable
+        A scalar function; it is called as ``fun(*primals)``.
+    primals, tangents : tuple
+        The point and the vector, one tangent per primal.  Parameters after the
+        primals given keep their defaults and are not differentiated; an int
+        primal is a real number, as for :func:`hessian`.
+    target : {"cpu", "parallel", "cuda", "python"}, default "cpu"
+        As for :func:`grad`.
+
+    Returns
+    -------
+    tuple
+        ``H @ v``: one entry per primal, shaped like it.
 
     Examples
     --------

@@ -52,6 +52,45 @@ def _dtype_of(value: object) -> str | None:
     return None
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _unsupported(value: object, name: str, differentiated: bool) -> str | None:
+    """What makes an argument that passes for a number or an array one that
+    compiled code cannot take (ending with a help line), or None: a masked array
+    (Numba has no masked arrays, and the mask would be ignored), an int that does
+    not fit in int64 (or, differentiated and so made a float, in a float64)."""
+    if isinstance(value, np.ma.MaskedArray):
+        return (
+            "is a masked array (numpy.ma.MaskedArray): compiled code takes plain "
+            "arrays, and would ignore the mask\n  help: pass a plain ndarray: "
+            f"`{name}.filled(v)` puts v where the mask is set, `np.asarray({name})` "
+            "keeps the data under the mask"
+        )
+    if not isinstance(value, int) or isinstance(value, (bool, np.integer)):
+        return None
+    if differentiated:  # made a float64
+        try:
+            float(value)
+        except OverflowError:
+            return (
+                f"is an int with {len(str(abs(value)))} digits, too large for a "
+                f"float64 (the type it is differentiated as)\n  help: pass a "
+                "number below 1.8e308"
+            )
+        return None
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return None
+    shown = (
+        str(value) if len(str(value)) <= 40 else f"an int of {len(str(value))} digits"
+    )
+    return (
+        f"is {shown}, which does not fit in int64: compiled ints are 64-bit, as in "
+        "NumPy and Numba\n  help: pass an int from -2**63 to 2**63 - 1, or a float "
+        f"(float({name})) where a real number will do"
+    )
+
+
 _MISSING = object()
 
 
@@ -161,6 +200,19 @@ def _unit_directions(
         yield e, directions
 
 
+def _argument_error(
+    compiled: Compiled, args: tuple[Any, ...], exc: Exception | None
+) -> Exception:
+    """The :class:`ArgumentError` for an argument a kernel could not take
+    (an int beyond int64 reaching a kernel built for int64s raises
+    OverflowError in Numba), else ``exc`` (an overflow of the computation)."""
+    try:
+        compiled._dtypes(args)
+    except ArgumentError as error:
+        return error
+    return exc if exc is not None else ArgumentError("an argument does not fit")
+
+
 def _shape_error(exc: ValueError) -> ValueError:
     """A kernel's shape check as a :class:`ShapeError`; other errors unchanged."""
     message = str(exc)
@@ -264,6 +316,15 @@ class Compiled:
         ):
             trace(fun, ("float64",) * len(sig.parameters))  # type: ignore[arg-type]
         n = len(sig.parameters)
+        if self._spec.kind == "jit":
+            return sig  # no argnums: a function of no parameters compiles too
+        if n == 0 and self._spec.wrt:
+            raise ArgumentError(
+                f"{self._spec.kind} of `{fun.__name__}`: it takes no arguments, so "
+                "there is nothing to differentiate with respect to\n  help: give "
+                f"`{fun.__name__}` the parameters to differentiate, or compile it "
+                "as it is with symdiff.jit"
+            )
         for i in self._spec.wrt:
             if not -n <= i < n:
                 raise ArgumentError(
@@ -283,6 +344,8 @@ class Compiled:
             return fn(*args)
         except ValueError as exc:
             raise _shape_error(exc) from None
+        except OverflowError as exc:
+            raise _argument_error(self, args, exc) from None
 
     def call_extended(self, primals: tuple[Any, ...], extras: tuple[Any, ...]) -> Any:
         """Call a kernel that takes extra float parameters after the primals
@@ -301,7 +364,7 @@ class Compiled:
                 else float(e)
                 for e in extras
             )
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             kinds = ", ".join(type(e).__name__ for e in extras)
             raise ArgumentError(
                 f"tangents and cotangents must be numbers; got {kinds}"
@@ -310,6 +373,8 @@ class Compiled:
             return fn(*primals, *floats)
         except ValueError as exc:
             raise _shape_error(exc) from None
+        except OverflowError as exc:
+            raise _argument_error(self, primals, exc) from None
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:
@@ -322,19 +387,30 @@ class Compiled:
         bound.apply_defaults()
         return tuple(bound.arguments.values())
 
+    def _cast_to_float(self, n: int) -> set[int]:
+        """The positions of the differentiated arguments, made float64 (an int
+        too).  jvp/vjp/hvp take every argument as a primal; ints among them stay
+        ints (range bounds and indices work), and their tangents and adjoints
+        flow through the arithmetic they take part in (transforms._seeds)."""
+        if self._spec.kind in ("jit", "jvp", "vjp", "hvp"):
+            return set()
+        return {i % n for i in self._spec.wrt}
+
     def _dtypes(
         self, args: tuple[Any, ...]
     ) -> tuple[tuple[str, ...], dict[int, Callable[[Any], Any]]]:
         """The IR dtype per argument, and the conversion of the arguments that need
         one, by position: a float cast, or a 0-d array to its number."""
         names = list(self._signature.parameters)
-        # jvp/vjp/hvp take every argument as a primal; ints among them stay ints
-        # (their tangents are ignored), as JAX's float0 convention has it.
-        casting = self._spec.kind not in ("jit", "jvp", "vjp", "hvp")
-        wrt = {i % len(args) for i in self._spec.wrt} if casting else set()
+        wrt = self._cast_to_float(len(args))
         dtypes: list[str] = []
         casts: dict[int, Callable[[Any], Any]] = {}
         for i, value in enumerate(args):
+            problem = _unsupported(value, names[i], i in wrt)
+            if problem is not None:
+                raise ArgumentError(
+                    f"argument `{names[i]}` of `{self.__name__}` {problem}"
+                )
             dtype = _dtype_of(value)
             if isinstance(value, np.ndarray) and value.ndim == 0 and dtype:
                 casts[i] = np.ndarray.item  # a 0-d array: the number it holds
@@ -393,6 +469,10 @@ class Compiled:
         else:
             fn = self._kernel(dtypes).entry
         entry = fn
+        if self._target == "python":
+            # Plain Python computes with any int: reject those a compiled kernel
+            # cannot take (Numba raises OverflowError: _argument_error), alike.
+            fn = self._checking_ints(fn, args)
         if casts:
             inner = fn
 
@@ -416,6 +496,27 @@ class Compiled:
         if isinstance(entry, WarmStart):
             entry.when_loaded(lambda _: self._respecialise(args))
         return fn
+
+    def _checking_ints(
+        self, fn: Callable[..., Any], args: tuple[Any, ...]
+    ) -> Callable[..., Any]:
+        """``fn``, checking that the Python ints it is called with where ``args``
+        has them (not made floats) fit in int64."""
+        floats = self._cast_to_float(len(args))
+        ints = [
+            i
+            for i, a in enumerate(args)
+            if type(a) is int and i not in floats  # bool, np.int64: not int
+        ]
+        if not ints:
+            return fn
+
+        def checked(*a: Any) -> Any:
+            if not all(_INT64_MIN <= a[i] <= _INT64_MAX for i in ints):
+                raise _argument_error(self, a[: self._nparams], None)
+            return fn(*a)
+
+        return checked
 
     def _respecialise(self, args: tuple[Any, ...]) -> None:
         """Numba has loaded a warm-started kernel (:mod:`symdiff.backend.warm`):
@@ -441,7 +542,8 @@ class Compiled:
         names = [p.name for p in params]
         reserved = {"self", "_kernel", "_generic", "_missing", "_extra"}
         reserved |= {f"_t{i}" for i in range(len(names))}
-        reserved |= {f"_d{i}" for i in range(len(names))} | {"_shape_error"}
+        reserved |= {f"_d{i}" for i in range(len(names))}
+        reserved |= {"_shape_error", "_argument_error"}
         if any(p.default is not p.empty for p in params) or reserved & set(names):
             return
         # Missing or extra arguments fail the checks and reach the generic path,
@@ -458,21 +560,25 @@ class Compiled:
                 ]
         checks = " and ".join(tests)
         name = self.__name__ if str(self.__name__).isidentifier() else "f"
+        parameters = ", ".join(["self", *(f"{n}=_missing" for n in names), "*_extra"])
+        values = "".join(f"{n}, " for n in names)  # a tuple's items: () for none
         source = (
-            f"def {name}(self, {', '.join(f'{n}=_missing' for n in names)}, "
-            "*_extra):\n"
+            f"def {name}({parameters}):\n"
             f"    if {checks or 'True'} and not _extra:\n"
             f"        try:\n"
             f"            return _kernel({arglist})\n"
             f"        except ValueError as exc:\n"
             f"            raise _shape_error(exc) from None\n"
-            f"    return _generic(self, ({arglist},), _extra)\n"
+            f"        except OverflowError as exc:\n"
+            f"            raise _argument_error(self, ({values}), exc) from None\n"
+            f"    return _generic(self, ({values}), _extra)\n"
         )
         namespace: dict[str, Any] = {
             "_kernel": fn,
             "_generic": _call_without_missing,
             "_missing": _MISSING,
             "_shape_error": _shape_error,
+            "_argument_error": _argument_error,
         }
         namespace.update({f"_t{i}": type(a) for i, a in enumerate(args)})
         namespace.update(

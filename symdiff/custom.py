@@ -8,10 +8,13 @@ mode and inside compiled kernels (seed 000's forward/backward pairs, as in
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from symdiff.errors import ArgumentError
 
 
 def stop_gradient(x: Any) -> Any:
@@ -78,13 +81,49 @@ class custom_vjp:
     """
 
     def __init__(self, fun: Callable[..., Any]):
+        if not inspect.isfunction(fun):
+            raise ArgumentError(
+                f"custom_vjp expects a Python function, got {_describe(fun)}\n"
+                "  help: decorate the function's `def`: `@symdiff.custom_vjp` above "
+                "it, or call symdiff.custom_vjp(f) with the function itself"
+            )
         self.fun = fun
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
         functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
-        """Register the forward (``(out, residuals)``) and backward rules."""
+        """Register the forward and backward rules.
+
+        Parameters
+        ----------
+        fwd : function
+            Takes the custom function's arguments and returns
+            ``(output, residuals)``.
+        bwd : function
+            Takes ``(residuals, g)`` and returns a tuple with one cotangent per
+            input (``None`` for none).
+
+        Raises
+        ------
+        ArgumentError
+            When ``fwd`` or ``bwd`` is not a Python function (a ``def`` or a
+            lambda: symdiff reads its source).
+        """
+        bad = [
+            f"{what} is {_describe(rule)}"
+            for what, rule in (("fwd", fwd), ("bwd", bwd))
+            if not inspect.isfunction(rule)
+        ]
+        if bad:
+            name = self.__name__
+            raise ArgumentError(
+                f"`{name}.defvjp(fwd, bwd)` expects two Python functions, but "
+                f"{' and '.join(bad)}\n  help: pass the rules themselves, "
+                f"`{name}.defvjp({name}_fwd, {name}_bwd)`: fwd takes `{name}`'s "
+                "arguments and returns `(output, residuals)`, bwd takes "
+                "`(residuals, g)` and returns one cotangent per input"
+            )
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -96,6 +135,14 @@ class custom_vjp:
             return str(self.__qualname__)
         state = {"fwd": self.fwd, "bwd": self.bwd}
         return (custom_vjp, (self.fun,), state)
+
+
+def _describe(obj: Any) -> str:
+    """``obj`` in an error message: a function's kind and name, else its type."""
+    name = getattr(obj, "__name__", None)
+    if callable(obj) and isinstance(name, str):
+        return f"`{name}`, a `{type(obj).__name__}`"
+    return f"a `{type(obj).__name__}`"
 
 
 def is_module_global(obj: Any) -> bool:

@@ -453,7 +453,8 @@ def from_sympy(expr: Any, symbols: Any, *, target: str = "cpu") -> Any:
     -------
     Compiled
         Calling it evaluates ``expr``; its attributes ``grad`` (w.r.t. every
-        symbol), ``jacobian`` and ``hessian`` are compiled transforms too.
+        symbol), ``jacobian`` and ``hessian`` are compiled transforms too
+        (absent for an expression of no symbols: nothing to differentiate).
 
     Raises
     ------
@@ -475,6 +476,8 @@ def from_sympy(expr: Any, symbols: Any, *, target: str = "cpu") -> Any:
     fn = SympyFunction(expr, symbols)
     everything = tuple(range(len(fn.symbols)))
     compiled = api.jit(fn, target=target)
+    if not everything:  # a constant: nothing to differentiate with respect to
+        return compiled
     compiled.grad = api.grad(fn, argnums=everything, target=target)
     compiled.jacobian = api.jacobian(fn, argnums=everything, target=target)
     compiled.hessian = api.hessian(fn, argnums=everything, target=target)

@@ -234,11 +234,20 @@ def _extra_param(
 
 
 def _chosen(traced: Traced, spec: Spec) -> list[int]:
-    """The parameters a jvp or vjp kernel takes tangents for or returns adjoints
-    of: ``spec.wrt``, each once (the API's jvp and vjp name every parameter; an
+    """The parameters a jvp, vjp or hvp kernel takes tangents for or returns
+    adjoints of: ``spec.wrt``, each once (the API's jvp, vjp and hvp name the
+    parameters the caller gave primals for, the others keep their defaults; an
     array Jacobian's sweeps only those differentiated)."""
     n = len(traced.params)
     return list(dict.fromkeys(i % n for i in spec.wrt))
+
+
+def _seeds(params: list[Node], tangents: tuple[Node, ...]) -> list[tuple[Node, Node]]:
+    """The ``(param, tangent)`` pairs forward mode starts from: an int parameter
+    is a real number there, as grad, vjp and hessian differentiate it (its
+    tangent flows through the arithmetic it takes part in, not through range
+    bounds or indices); a bool has no derivative and its tangent is ignored."""
+    return [(p, t) for p, t in zip(params, tangents, strict=True) if p.dtype != "bool"]
 
 
 def plan_jvp(traced: Traced, spec: Spec) -> Plan:
@@ -252,7 +261,7 @@ def plan_jvp(traced: Traced, spec: Spec) -> Plan:
     ]
     dots = tuple(d for d, _ in made)
     checks = tuple(c for _, cs in made for c in cs)
-    seeds = [(p, d) for p, d in zip(params, dots, strict=True) if p.dtype == "float64"]
+    seeds = _seeds(params, dots)
     tangents, table = jvp_graph(outs, seeds)
     hints = dict(traced.hints)
     _name_derivatives(traced, table, hints, "_dot")
@@ -386,7 +395,7 @@ def plan_hessian(traced: Traced, spec: Spec) -> Plan:
 def plan_hvp(traced: Traced, spec: Spec) -> Plan:
     out, _ = scalar_output(traced, spec)
     n = len(traced.params)
-    wrt = list(traced.params)
+    wrt = [traced.params[i] for i in _chosen(traced, spec)]
     adjoints = vjp_graph([(out, ONE)], wrt)
     hints = dict(traced.hints)
     _name_derivatives(traced, adjoints.table, hints, "_bar")
@@ -395,7 +404,7 @@ def plan_hvp(traced: Traced, spec: Spec) -> Plan:
         for i, p in enumerate(wrt)
     ]
     vs = tuple(v for v, _ in made)
-    seeds = [(p, v) for p, v in zip(wrt, vs, strict=True) if p.dtype == "float64"]
+    seeds = _seeds(wrt, vs)
     products, _ = jvp_graph(adjoints.grads, seeds)
     names = tuple(f"hvp_{p.attrs[1]}" for p in wrt)
     wrt_names = tuple(str(p.attrs[1]) for p in wrt)

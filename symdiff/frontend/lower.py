@@ -342,10 +342,22 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
                 f"`{name}` is a custom_vjp without rules",
                 f"call `{name}.defvjp(fwd, bwd)` before differentiating",
             )
+        # As in JAX, the rules see every parameter, the defaults bound: fwd takes
+        # them all, and bwd returns one cotangent per parameter, whichever the
+        # call passed.
+        try:
+            bound = inspect.signature(custom.fun).bind(*args, **kwargs)
+        except TypeError as exc:
+            return self.error(call, f"bad call of `{name}`: {exc}")
+        bound.apply_defaults()
+        params = list(bound.arguments)
+        inputs = [
+            v if _is_value(v) else python_value(v) for v in bound.arguments.values()
+        ]
         # Inside its own fwd rule, a call of the custom function means its primal.
         self.in_fwd.add(id(custom))
         try:
-            pair = self.inline(call, custom.fwd, args, kwargs)  # type: ignore[arg-type]
+            pair = self.inline(call, custom.fwd, inputs, {})  # type: ignore[arg-type]
         finally:
             self.in_fwd.discard(id(custom))
         if pair is self.poison:
@@ -359,16 +371,19 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
                 "`(output, residuals)` with one number as output",
             )
         out, residuals = pair
-        inputs = list(args) + list(kwargs.values())
         g = L.var("g")
         cts = self.inline(call, custom.bwd, [residuals, g], {})  # type: ignore[arg-type]
         if cts is self.poison:
             return cts
         if not isinstance(cts, tuple) or len(cts) != len(inputs):
+            got = f"{len(cts)}" if isinstance(cts, tuple) else "not a tuple"
             return self.error(
                 call,
-                f"the bwd rule of `{name}` must return a tuple "
-                f"of {len(inputs)} cotangent(s), one per input",
+                f"the bwd rule of `{name}` must return a tuple of {len(inputs)} "
+                f"cotangent(s), one per parameter of `{name}` ({', '.join(params)}), "
+                f"got {got}",
+                "a parameter left to its default gets a cotangent too (None for "
+                "none), as in JAX",
             )
         rules: list[Node | None] = []
         for value, ct in zip(inputs, cts, strict=True):
