@@ -148,7 +148,15 @@ def build_kernel(
         any(p.shape for p in plan.params)
         or any(n.shape for n in topological([*outputs, *plan.primal]))
     )
-    if has_arrays(sched.nodes) or any(p.shape for p in plan.params) or device:
+    # a length (``np.zeros(n)`` summed away into ``n * x``) is printed by the
+    # array generator, which names lengths
+    lengths = any(n.op == "dim" for n in topological([*outputs, *plan.primal]))
+    if (
+        has_arrays(sched.nodes)
+        or lengths
+        or any(p.shape for p in plan.params)
+        or device
+    ):
         source = ArrayKernel(
             plan.params,
             outputs,

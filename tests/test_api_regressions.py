@@ -255,3 +255,16 @@ def test_from_sympy_of_a_constant_compiles_without_derivatives():
     constant = symdiff.from_sympy(3, [], target="python")
     assert constant() == 3.0
     assert not hasattr(constant, "grad")  # nothing to differentiate
+
+
+def zeros_of_int_length(x, n: int):
+    z = np.zeros(n) + x
+    return np.sum(z * z)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_an_array_summed_away_leaves_its_length_to_print(target):
+    """``np.sum((np.zeros(n) + x) ** 2)`` folds to ``n * x * x``: no array is
+    left, but the length ``n`` is (it raised KeyError 'dim')."""
+    assert symdiff.jit(zeros_of_int_length, target=target)(1.5, 3) == 6.75
+    assert symdiff.grad(zeros_of_int_length, target=target)(1.5, 3) == 9.0
