@@ -110,3 +110,24 @@ def test_loop_state_versions_keep_clear_of_numbas_names():
     grad = symdiff.grad(lower_triangle, target="parallel")
     grad(x)
     assert "L__1" in grad.source and "L_1" not in grad.source
+
+
+def slice_written(u):
+    lap = np.zeros_like(u)
+    lap[1:-1] = u[2:] - 2 * u[1:-1] + u[:-2]
+    return np.sum(lap * u)
+
+
+def test_a_slice_assignment_is_a_loop_on_threads_targets():
+    """Numba's parallel lowering wrote zeros for ``lap[1:n - 1] = t0`` after the
+    kernel's shape checks (value 0.0 where NumPy gives 60.0): parallel kernels
+    write a slice element by element."""
+    u = np.arange(6.0) ** 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = symdiff.value_and_grad(slice_written, target="parallel")
+        value, grad = run(u)
+    want_value, want_grad = symdiff.value_and_grad(slice_written, target="python")(u)
+    assert value == want_value == slice_written(u)
+    np.testing.assert_array_equal(grad, want_grad)
+    assert "lap[1:u.shape[0] - 1] =" not in run.source

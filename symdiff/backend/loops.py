@@ -800,6 +800,14 @@ class ArrayKernel:
         if self.device is not None:
             lines.append(f"{ind}{self._device_update(n, target, op, env)}")
             return lines
+        if self.parallel and any(e[0] != "at" for e in spec):
+            # Numba's parallel lowering miscompiles a slice assignment after the
+            # shape checks (``lap[1:n - 1] = t0`` wrote zeros): a loop instead
+            loops, body = self._region_loop(n, target, op, env)
+            for depth, (var, dim) in enumerate(loops):
+                lines.append(f"{ind}{'    ' * depth}for {var} in range({dim}):")
+            lines.append(f"{ind}{'    ' * len(loops)}{body}")
+            return lines
         lines.append(f"{ind}{target}[{', '.join(at)}] {op} {self._value(value, env)}")
         return lines
 
@@ -808,6 +816,15 @@ class ArrayKernel:
     ) -> str:
         """``target[at] op value`` on CUDA: a kernel over the part written (each
         thread writes one element; the positions are distinct)."""
+        loops, body = self._region_loop(n, target, op, env)
+        assert self.device is not None
+        return self.device.kernel(loops, [body])
+
+    def _region_loop(
+        self, n: Node, target: str, op: str, env: dict[Node, str]
+    ) -> tuple[list[tuple[str, str]], str]:
+        """The loops over the part of ``target`` an update writes, and the
+        statement that writes one element of it."""
         base, value, *index = n.args
         _mode, spec = n.attrs
         region: list[Length] = []
@@ -829,9 +846,7 @@ class ArrayKernel:
                 start = self.dim(entry[1])
                 at.append(i if start == "0" else f"{i} + {self._paren(start)}")
         text = self._element(value, tuple(region), idx, env)
-        body = [f"{target}[{', '.join(at)}] {op} {text}"]
-        assert self.device is not None
-        return self.device.kernel(loops, body)
+        return loops, f"{target}[{', '.join(at)}] {op} {text}"
 
     def _position(self, text: str, entry: tuple[Any, ...], length: Length) -> str:
         """A run-time index; one that only a branch's condition keeps inside the
