@@ -973,6 +973,8 @@ def _length_value(d: Any, args: tuple[Any, ...]) -> int | None:
                 v = int(args[a[1]])
             elif a[0] == "node":
                 v = _node_value(a[1], args)
+            elif a[0] in ("amax", "amin"):
+                v = None  # an array's extreme: only checks use it
             else:  # ("cdiv", d, k): ceil(d / k); ("div", d, e): d // e; "mod": d % e
                 inner = _length_value(a[1], args)
                 divisor = _length_value(a[2], args)

@@ -272,3 +272,33 @@ def test_refused_with_the_construct_and_a_hint(fn, args, message, hint):
     text = str(info.value)
     assert message in text and hint in text
     assert "test_advanced_indexing.py:" in text
+
+
+def gather_squares(x, idx):
+    return np.sum(x[idx] ** 2)
+
+
+ON_A_ZEROS_ARRAY = np.array([0, 5])
+
+
+def constant_out_of_bounds(x):
+    return np.sum(np.zeros(3)[ON_A_ZEROS_ARRAY] + x)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_an_index_array_argument_is_bounds_checked(target):
+    """Positions outside the axis are a ShapeError with the user's line, as
+    NumPy's IndexError (the loop read outside the array: garbage or a crash)."""
+    grad = symdiff.grad(gather_squares, target=target)
+    np.testing.assert_array_equal(grad(np.ones(3), np.array([0, -3, 2])), [4, 0, 2])
+    np.testing.assert_array_equal(grad(np.ones(3), np.zeros(0, np.int64)), [0, 0, 0])
+    for bad in ([0, 3], [-4]):
+        with pytest.raises(symdiff.ShapeError) as info:
+            grad(np.ones(3), np.array(bad))
+        assert "an index in `idx` is out of bounds for axis 0" in str(info.value)
+        assert "test_advanced_indexing.py:" in str(info.value)
+
+
+def test_a_constant_index_outside_a_known_length_is_refused():
+    with pytest.raises(symdiff.TranslationError, match="index 5 is out of bounds"):
+        symdiff.grad(constant_out_of_bounds, target="python")(1.0)

@@ -1196,6 +1196,22 @@ def _plan_advanced(x: Node, items: list[Value], what: str) -> _Advanced:
                 "pass the positions as an int array (np.array([0, 2])), or "
                 "compute them with np.arange",
             )
+        n = x.shape[axis]
+        for value in _constant_positions(node):
+            if isinstance(n, int) and not -n <= value < n:
+                raise Unsupported(
+                    f"index {value} is out of bounds for axis {axis} with size {n}",
+                    "index within the axis: 0 to its length minus 1, or from -1",
+                )
+        if node.op == "param" and node.shape:
+            # an index array passed in: its extremes are checked when the kernel
+            # runs, as NumPy checks every position (the loop reads unchecked)
+            what = (
+                f"an index in `{S.format_dim(S.atom('value', node.attrs[0]))}` is "
+                f"out of bounds for axis {axis} with size {S.format_dim(n)}"
+            )
+            S.require_less(S.atom("amax", node.attrs[0]), n, what)
+            S.require_less(S.sub(S.neg(n), 1), S.atom("amin", node.attrs[0]), what)
         picked[axis] = node
     axes = sorted(picked)
     rest = [a for a in range(len(x.shape)) if a not in picked]
@@ -1257,6 +1273,18 @@ def advanced_update(x: Node, key: Value, value: Node, mode: str) -> Node:
         rows = B.add(A.gather(source, plan.index, plan.wrap, "advanced indexing"), rows)
     updated = A.scatter_rows(source, rows, plan.index, plan.wrap, "element assignment")
     return A.transpose(updated, A.inverse(plan.perm))
+
+
+def _constant_positions(node: Node) -> list[int]:
+    """The positions of a constant index array (a list or a global array), or
+    none for one computed at run time."""
+    while node.op == "reshape":
+        node = node.args[0]
+    if node.op == "const":
+        return [int(node.value)]
+    if node.op == "pack" and all(a.op == "const" for a in node.args):
+        return [int(a.value) for a in node.args]
+    return []
 
 
 def _non_negative(node: Node) -> bool:

@@ -24,6 +24,8 @@ from typing import Any
 # An atom: ("shape", param_index, axis) | ("value", param_index) | ("cdiv", Dim, k)
 # | ("div", Dim, Dim) | ("mod", Dim, Dim): Python's ``%`` (a negative index wrapped)
 # | ("node", Node): a run-time integer (a loop's trip count)
+# | ("amax", param_index) | ("amin", param_index): the largest (smallest) element of
+# an int array argument, -1 (0) when it is empty; only in checks (index arrays)
 Atom = tuple[Any, ...]
 Monomial = tuple[Atom, ...]
 
@@ -170,6 +172,9 @@ def format_dim(d: Length, names: Callable[[int], str] | None = None) -> str:
             return f"{name(a[1])}.shape[{a[2]}]"
         if a[0] in ("value", "node"):
             return name(a[1])
+        if a[0] in ("amax", "amin"):
+            array, empty = name(a[1]), -1 if a[0] == "amax" else 0
+            return f"(np.{a[0][1:]}({array}) if {array}.size else {empty})"
         inner = paren(format_dim(a[1], names))
         if a[0] in ("div", "mod"):
             op = "//" if a[0] == "div" else "%"
