@@ -31,7 +31,7 @@ CASES_LINES = CASES_PATH.read_text().splitlines()
 
 UNKNOWN_FUNCTION_HINT = (
     "symdiff understands math/numpy functions (exp, log, sin, ...), min/max/abs/pow, "
-    "and your own Python functions; write this one in Python"
+    "and your own Python functions (also under @numba.njit); write this one in Python"
 )
 NO_SOURCE_HINT = (
     "  help: symdiff reads a function's source text; define it with `def` in a "

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
+import math
+import re
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -113,6 +116,38 @@ def _frozen(obj: Any) -> Any:
         return obj if isinstance(obj, (int, float, np.number, np.bool_)) else None
     items = [_frozen(o) for o in obj]
     return None if any(i is None for i in items) else tuple(items)
+
+
+def _python_function(obj: object) -> types.FunctionType | None:
+    """The Python function behind a wrapper of one (a Numba dispatcher's
+    ``py_func``, ``functools.wraps``' ``__wrapped__``), else None."""
+    inner = getattr(obj, "py_func", None)
+    if isinstance(inner, types.FunctionType):
+        return inner
+    try:
+        inner = inspect.unwrap(obj)  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return None
+    return inner if isinstance(inner, types.FunctionType) and inner is not obj else None
+
+
+def _unknown_help(obj: object) -> str:
+    """What to write instead of a call symdiff cannot differentiate."""
+    if obj in (builtins.int, builtins.round, math.trunc):
+        return (
+            "rounding has slope 0 wherever it is defined: use math.floor(x) or "
+            "math.ceil(x) (np.floor, np.ceil), which symdiff differentiates so"
+        )
+    if isinstance(obj, type):
+        return (
+            f"`{obj.__name__}` is a class: differentiated code computes with "
+            "numbers and arrays; pass the values it holds as arguments"
+        )
+    return (
+        "symdiff understands math/numpy functions (exp, log, sin, ...), "
+        "min/max/abs/pow, and your own Python functions (also under @numba.njit); "
+        "write this one in Python"
+    )
 
 
 class ExpressionLowering:
@@ -507,7 +542,9 @@ class ExpressionLowering:
             try:
                 return numpy_fn[1](*args, **kwargs)
             except TypeError as exc:
-                return self.error(node, f"bad call of `{name}`: {exc}")
+                # NumPy's name, not the builder's (``_reduction.<locals>.build()``)
+                message = re.sub(r"^[\w.<>]+\(\)", f"{name}()", str(exc))
+                return self.error(node, f"bad call of `{name}`: {message}")
         if obj is builtins.len:
             if len(args) != 1 or kwargs:
                 return self.error(node, "`len` takes one argument")
@@ -569,12 +606,9 @@ class ExpressionLowering:
             return self.inline_custom(node, obj, args, kwargs)
         if isinstance(obj, types.FunctionType):
             return self.inline(node, obj, args, kwargs)
-        return self.error(
-            node.func,
-            f"unknown function `{name}`",
-            (
-                "symdiff understands math/numpy functions (exp, log, sin, ...), "
-                "min/max/abs/pow, and your own Python functions; "
-                "write this one in Python"
-            ),
-        )
+        python = _python_function(obj)
+        if python is not None:
+            # the user's own helper under @numba.njit, @functools.lru_cache, ...:
+            # its Python source, inlined like any helper
+            return self.inline(node, python, args, kwargs)
+        return self.error(node.func, f"unknown function `{name}`", _unknown_help(obj))
