@@ -1664,3 +1664,16 @@ def test_help_explains_arg(command):
         command in ("grad", "jacobian", "hessian", "check")
     )
     assert "--arg n=i64" in out  # an example
+
+
+def test_a_parameter_defaulting_to_an_int_is_an_int(tmp_path):
+    """As ``.source`` before a call shows it (README, Loops): ``n=3`` is an int
+    exponent, not a float to differentiate, unless ``--arg n=f64`` says so."""
+    path = tmp_path / "int_default.py"
+    path.write_text("def power(x, n=3):\n    return x ** n\n")
+    out = run("grad", f"{path}:power", "--at", "x=2").stdout
+    assert "x_bar = 12.0" in out and "n_bar" not in out
+    source = run("grad", f"{path}:power").stdout
+    assert "# signature: (x: float64, n: int64)" in source
+    as_float = run("grad", f"{path}:power", "--arg", "n=f64", "--at", "x=2").stdout
+    assert "n_bar" in as_float

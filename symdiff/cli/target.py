@@ -383,7 +383,8 @@ def argument_kinds(
     infer_kinds: bool = False,
 ) -> tuple[str, ...]:
     """Each parameter's kind: from ``--arg``, else (with ``--infer-kinds``) from
-    the ``--at`` values, else float64."""
+    the ``--at`` values, else from an ``int``/``bool`` annotation or default
+    (``def f(x, n=3)``: as ``.source`` before a call shows it), else float64."""
     declared = parse_kinds(target, arg_texts)
     items = [point_items(target, t) for t in points]
     inferred = infer(target, items) if infer_kinds else {}
@@ -394,7 +395,24 @@ def argument_kinds(
             kind = literal_array_kind(raw, name)
             if kind is not None and name not in declared:
                 inferred[name] = kind
-    return tuple(declared.get(p) or inferred.get(p) or FLOAT for p in target.params)
+    return tuple(
+        declared.get(p) or inferred.get(p) or _annotated_kind(target, p)
+        for p in target.params
+    )
+
+
+def _annotated_kind(target: Target, name: str) -> str:
+    """int64 or bool for a parameter annotated or defaulting so, else float64."""
+    try:
+        param = inspect.signature(target.fn).parameters[name]
+    except (TypeError, ValueError, KeyError):
+        return FLOAT
+    ann, default = param.annotation, param.default
+    if ann in (int, "int") or (type(default) is int and ann is param.empty):
+        return INT
+    if ann in (bool, "bool") or (type(default) is bool and ann is param.empty):
+        return BOOL
+    return FLOAT
 
 
 def parse_point(
