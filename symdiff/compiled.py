@@ -903,6 +903,8 @@ class Compiled:
         kernel = self.kernel
         exprs = to_sympy(kernel.outputs)
         fname = kernel.traced.name if kernel.traced.name.isidentifier() else "f"
+        if "_" in fname:  # upright: `my_loss` is not `my` with a subscript
+            fname = rf"\mathrm{{{fname.replace('_', chr(92) + '_')}}}"
 
         def tex(name: str) -> str:
             return str(sympy.latex(sympy.Symbol(name)))

@@ -104,10 +104,10 @@ def _name(traced: Traced, node: Node, default: str) -> str:
     return traced.hints.get(node, default)
 
 
-def _leaf_names(traced: Traced, value: Value) -> Any:
+def _leaf_names(traced: Traced, value: Value, one: str = "value") -> Any:
     outs = leaves(value, traced)
     if len(outs) == 1 and not isinstance(value, tuple):
-        return _name(traced, outs[0], "value")
+        return _name(traced, outs[0], one)
     return rebuild(value, _counting(lambda i: _name(traced, outs[i], f"out{i}")))
 
 
@@ -204,7 +204,7 @@ def plan_grad(traced: Traced, spec: Spec) -> Plan:
     grads: Any = adjoints.grads
     if isinstance(spec.argnums, int):
         grads, grad_names = grads[0], grad_names[0]
-    aux_names = _leaf_names(traced, aux) if aux != () else ()
+    aux_names = _leaf_names(traced, aux, "aux") if aux != () else ()
     if spec.kind == "grad":
         returns: Any = (grads, aux) if spec.has_aux else grads
         names: Any = (grad_names, aux_names) if spec.has_aux else grad_names

@@ -268,3 +268,18 @@ def test_an_array_summed_away_leaves_its_length_to_print(target):
     left, but the length ``n`` is (it raised KeyError 'dim')."""
     assert symdiff.jit(zeros_of_int_length, target=target)(1.5, 3) == 6.75
     assert symdiff.grad(zeros_of_int_length, target=target)(1.5, 3) == 9.0
+
+
+def my_loss(x_val, y):
+    return x_val**2 * y
+
+
+def with_aux(x, y):
+    return x * y, x + y
+
+
+def test_latex_labels_name_the_function_and_the_aux():
+    tex = symdiff.grad(my_loss, target="python").latex()
+    assert tex.startswith(r"\frac{\partial \mathrm{my\_loss}}{\partial x_{val}}")
+    tex = symdiff.value_and_grad(with_aux, has_aux=True, target="python").latex()
+    assert r"\mathrm{aux} = x + y" in tex and r"\mathrm{value} = x y" in tex
