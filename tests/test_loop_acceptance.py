@@ -156,7 +156,7 @@ def used_after_loop(x, n):
     return y
 
 
-def loop_else_with_break(x, n):
+def for_else_with_break(x, n):
     for i in range(n):
         if x > i:
             break
@@ -257,12 +257,6 @@ def break_over_tuple_of_pairs(x, n):
             "write the step as a literal",
         ),
         (
-            loop_else_with_break,
-            (1.0, 3),
-            "`for ... else` with `break` is not supported",
-            "set a flag before `break`",
-        ),
-        (
             range_of_four,
             (1.0, 3),
             "`range` takes 1 to 3 positional arguments",
@@ -287,12 +281,6 @@ def break_over_tuple_of_pairs(x, n):
             "use an int constant",
         ),
         (empty_zip, (1.0, 3), "`zip` takes one or more iterables", "write `zip(x, y)`"),
-        (
-            while_else_with_break,
-            (5.0, 3),
-            "`while ... else` with `break` is not supported",
-            "set a flag before `break`",
-        ),
         (
             write_into_a_number,
             (1.0, 3),
@@ -401,3 +389,22 @@ def test_source_before_any_call_takes_int_annotations():
     source = symdiff.grad(loop_of_annotated_length, target="python").source
     assert "def loop_of_annotated_length_grad(x, n):" in source
     assert re.search(r"for \w+ in range\(", source)
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    [
+        (for_else_with_break, (0.5, 3)),  # breaks at i = 0
+        (for_else_with_break, (-0.5, 3)),  # never breaks: the else doubles x
+        (for_else_with_break, (-0.5, 0)),  # no iteration: the else runs
+        (while_else_with_break, (5.0, 3)),  # breaks
+        (while_else_with_break, (5.0, 0)),  # the condition ends it: the else runs
+    ],
+)
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_else_runs_where_the_loop_did_not_break(fn, args, target):
+    """``for``/``while ... else`` with ``break``: the else block runs on the
+    paths that did not break (a flag in the loop state), as in Python."""
+    value, grad = symdiff.value_and_grad(fn, target=target)(*args)
+    assert value == fn(*args)
+    assert grad == pytest.approx(fd_derivative(fn, args, 0), rel=1e-6)

@@ -12,7 +12,10 @@ scalar that becomes an array) is widened and the body lowered again.
 
 Short loops over constants (at most :data:`UNROLL` iterations) and loops over
 tuples are unrolled: the body is lowered once per item, which gives the optimiser
-the most to work with and costs nothing in code size.
+the most to work with and costs nothing in code size.  ``continue`` there records
+the state as in a loop node, and each iteration ends in the select over its
+records.  A short loop with a ``break`` of its own is a loop node of constant
+count; its ``else`` block runs under a state variable that each ``break`` sets.
 """
 
 from __future__ import annotations
@@ -123,33 +126,24 @@ class LoopLowering:
         if source.items is not None:
             self._unrolled(stmt, source.items)
             return
-        if stmt.orelse and self._has_break(stmt.body):
-            self.error(
-                stmt.orelse[0],
-                "`for ... else` with `break` is not supported",
-                "set a flag before `break` and test it after the loop",
-            )
         target = stmt.target
 
         def bind(k: Node, capture: Callable[[Value], Value]) -> None:
             self.assign(target, source.item(k, capture))
 
-        self._loop(stmt, source.count, True, bind, None, _hint(target))
-        self.block(stmt.orelse)
+        self._with_else(
+            stmt,
+            lambda flag: self._loop(
+                stmt, source.count, True, bind, None, _hint(target), flag
+            ),
+        )
 
     def _unrolled(self, stmt: ast.For, items: list[Value]) -> None:
-        if self._has_break(stmt.body):
-            # unroll with the same machinery: a loop of constant count
-            count = B.constant(len(items))
-            self._loop(
-                stmt,
-                count,
-                True,
-                lambda k, capture: self._bind_item(stmt, capture(tuple(items)), k),
-                None,
-                "_",
-            )
-            self.block(stmt.orelse)
+        if items and self._has_break(stmt.body):
+            self._unrolled_with_break(stmt, items)
+            return
+        if self._has_jump(stmt.body, (ast.Continue,)):
+            self._unrolled_with_continue(stmt, items)
             return
         for item in items:
             if self.frame.live is B.FALSE:
@@ -157,6 +151,108 @@ class LoopLowering:
             self.assign(stmt.target, item)
             self.block(stmt.body)
         self.block(stmt.orelse)
+
+    def _unrolled_with_continue(self, stmt: ast.For, items: list[Value]) -> None:
+        """``continue`` in an unrolled loop, as in a loop node's body: it records
+        the state where it happens, under the condition that reaches it, and ends
+        the path; each iteration ends in the select over those records and the
+        state at its end.  Every path that starts an iteration ends it."""
+        frame = self.frame
+        outer = frame.loop
+        ctx = LoopContext()
+        frame.loop = ctx
+        try:
+            for item in items:
+                start = frame.live
+                ctx.continues = []
+                self.assign(stmt.target, item)
+                self.block(stmt.body)
+                records = list(ctx.continues)
+                if frame.live is not B.FALSE:
+                    records.append((frame.live, frame.env))
+                if not records:  # an error was reported (`return` in the loop)
+                    frame.live = B.FALSE
+                    return
+                frame.env, frame.live = self._join(stmt, records), start
+        finally:
+            frame.loop = outer
+        self.block(stmt.orelse)  # no `break`: it runs
+
+    def _unrolled_with_break(self, stmt: ast.For, items: list[Value]) -> None:
+        """``break`` in an unrolled loop: a loop node of constant count.  Unrolled,
+        every iteration after one that may break would run under the condition
+        that none did, and the state after the loop would be a select over each
+        iteration's, whose adjoints grow as the square of the iterations."""
+        self._with_else(
+            stmt,
+            lambda flag: self._loop(
+                stmt,
+                B.constant(len(items)),
+                True,
+                lambda k, capture: self._bind_item(stmt, capture(tuple(items)), k),
+                None,
+                "_",
+                flag,
+            ),
+        )
+
+    def _with_else(
+        self, stmt: ast.For | ast.While, run: Callable[[str | None], None]
+    ) -> None:
+        """A loop (``run(flag)`` lowers it), then its ``else`` block: where the
+        loop can ``break``, the block runs on the paths that did not, as an
+        ``if`` on ``flag``, a loop state each ``break`` sets."""
+        frame = self.frame
+        flag = None
+        if stmt.orelse and self._has_break(stmt.body):
+            flag = "broke"
+            while flag in frame.env or flag in frame.local_names:
+                flag += "_"
+        run(flag)
+        broke = frame.env.pop(flag, None) if flag is not None else None
+        if not isinstance(broke, Node):
+            self.block(stmt.orelse)  # no `break`, or errors were reported
+            return
+        live0, env0 = frame.live, frame.env
+        ran = B.logical_and(live0, B.logical_not(broke))
+        frame.env, frame.live = dict(env0), ran
+        self.block(stmt.orelse)
+        left = B.logical_and(live0, broke)
+        if frame.live is B.FALSE:
+            frame.env, frame.live = env0, left
+            return
+        after = frame.live
+        frame.env = self._join(stmt, [(broke, env0), (after, frame.env)])
+        frame.live = live0 if after is ran else B.logical_or(left, after)
+
+    def _join(
+        self, stmt: ast.stmt, records: list[tuple[Node, dict[str, Value]]]
+    ) -> dict[str, Value]:
+        """The environment after paths that reach one point from ``records``:
+        (condition, environment) with conditions of which at most one holds."""
+        (_, last), earlier = records[-1], records[:-1]
+        if not earlier:
+            return last
+        env: dict[str, Value] = {}
+        names = dict.fromkeys(last)  # in a fixed order: the same code every run
+        for _, rec in earlier:
+            names.update(dict.fromkeys(rec))
+        for name in names:
+            value = last.get(name, Undefined(name, stmt.lineno))
+            for live, rec in reversed(earlier):
+                other = rec.get(name, Undefined(name, stmt.lineno))
+                if other is value:
+                    continue
+                if not _mergeable(other, value):
+                    # e.g. two different functions: usable after the loop on
+                    # neither path
+                    value = Undefined(name, stmt.lineno)
+                    continue
+                value = self.merge(stmt, live, other, value)
+            if isinstance(value, Node) and value.op == "select":
+                self.hints.setdefault(value, name)
+            env[name] = value
+        return env
 
     def _bind_item(self, stmt: ast.For, items: Value, k: Node) -> None:
         # item k of a short constant sequence of numbers
@@ -346,14 +442,12 @@ class LoopLowering:
 
     # -- while ----------------------------------------------------------------------
     def _stmt_While(self, stmt: ast.While) -> None:
-        if stmt.orelse and self._has_break(stmt.body):
-            self.error(
-                stmt.orelse[0],
-                "`while ... else` with `break` is not supported",
-                "set a flag before `break` and test it after the loop",
-            )
-        self._loop(stmt, B.constant(-1), False, lambda k, c: None, stmt.test, "it")
-        self.block(stmt.orelse)
+        self._with_else(
+            stmt,
+            lambda flag: self._loop(
+                stmt, B.constant(-1), False, lambda k, c: None, stmt.test, "it", flag
+            ),
+        )
 
     # -- break / continue -------------------------------------------------------------
     def _stmt_Break(self, stmt: ast.Break) -> None:
@@ -363,6 +457,8 @@ class LoopLowering:
         self._leave(stmt, "continues")
 
     def _leave(self, stmt: ast.stmt, kind: str) -> None:
+        # the innermost loop: a loop node's body, or an unrolled loop with
+        # `continue` (`_unrolled_with_continue`)
         ctx: LoopContext | None = self.frame.loop
         assert ctx is not None, "Python rejects `break` outside a loop"
         getattr(ctx, kind).append((self.frame.live, dict(self.frame.env)))
@@ -371,10 +467,16 @@ class LoopLowering:
     @staticmethod
     def _has_break(body: list[ast.stmt]) -> bool:
         """A ``break`` of this loop (not of a loop nested in it)."""
+        return LoopLowering._has_jump(body, (ast.Break,))
+
+    @staticmethod
+    def _has_jump(body: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
+        """A statement of ``kinds`` (``break``, ``continue``) of this loop, not of
+        a loop nested in it."""
         stack: list[ast.AST] = list(body)
         while stack:
             node = stack.pop()
-            if isinstance(node, ast.Break):
+            if isinstance(node, kinds):
                 return True
             if isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
                 if isinstance(node, (ast.For, ast.While)):
@@ -398,7 +500,9 @@ class LoopLowering:
         bind: Callable[[Node, Callable[[Value], Value]], None],
         test: ast.expr | None,
         index_hint: str,
+        flag: str | None = None,
     ) -> None:
+        """``flag``: a name for one more state variable, False until a ``break``."""
         frame = self.frame
         env0 = frame.env
         assigned = _local_names_of(stmt.body)
@@ -428,6 +532,9 @@ class LoopLowering:
                 )
                 state_names.append(name)
                 init_values[name] = before if usable else B.constant(0)
+        if flag is not None:
+            state_names.append(flag)
+            init_values[flag] = B.FALSE
         init = [
             leaf for name in state_names for leaf in _leaves(init_values[name]) or []
         ]
@@ -448,6 +555,7 @@ class LoopLowering:
                 bind,
                 test,
                 index_hint,
+                flag,
             )
             if outcome is None:  # errors reported
                 frame.env = env0
@@ -518,6 +626,7 @@ class LoopLowering:
         bind: Callable[[Node, Callable[[Value], Value]], None],
         test: ast.expr | None,
         index_hint: str,
+        flag: str | None = None,
     ) -> tuple[tuple, list[Node], list[Node]] | None:
         frame = self.frame
         reported = len(self.diagnostics)
@@ -573,6 +682,8 @@ class LoopLowering:
             frame.env, frame.live, frame.returns, frame.loop = saved
         if len(self.diagnostics) > reported:
             return None
+        if flag is not None:
+            ctx.breaks = [(live, {**rec, flag: B.TRUE}) for live, rec in ctx.breaks]
         records = [*ctx.breaks, *ctx.continues]
         if end[0] is not B.FALSE:
             records.append(end)
@@ -612,6 +723,19 @@ class LoopLowering:
         for o, v in zip(outer, captured_vars, strict=True):
             self.hints.setdefault(v, self.hints.get(o, v.attrs[1]))
         return (index, carried, captured_vars, test_node, stop), outputs, outer
+
+
+def _mergeable(a: Value, b: Value) -> bool:
+    """Whether ``merge`` can select between ``a`` and ``b``."""
+    if isinstance(a, Undefined) or isinstance(b, Undefined):
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(
+            _mergeable(x, y) for x, y in zip(a, b, strict=True)
+        )
+    if isinstance(a, Static) and isinstance(b, Static):
+        return a.obj is b.obj
+    return isinstance(a, Node) and isinstance(b, Node)
 
 
 def _read_after(tree: ast.AST, stmt: ast.stmt) -> set[str]:
