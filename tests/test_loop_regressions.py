@@ -261,3 +261,22 @@ def test_an_element_written_in_an_untaken_branch_leaks_no_nan(target):
     want = np.tril(2.0 * inverse) - np.diag(np.diag(inverse))
     got = symdiff.grad(cholesky_logdet, target=target)(A)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def running_min_from_inf(x):
+    best = math.inf
+    for i in range(x.shape[0]):
+        c = (x[i] - 0.3) ** 2
+        if c < best:
+            best = c
+    return best
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_an_infinite_start_imports_math(target):
+    """``best = math.inf`` before a loop: the kernel prints ``math.inf`` where the
+    loop starts, and imports ``math`` (it did not: NameError)."""
+    x = np.array([0.0, 1.0, 0.4, 0.9])
+    value, grad = symdiff.value_and_grad(running_min_from_inf, target=target)(x)
+    assert value == pytest.approx(0.01)
+    np.testing.assert_allclose(grad, [0.0, 0.0, 0.2, 0.0])

@@ -161,6 +161,8 @@ class ArrayKernel:
         self.names: dict[Node, str] = {}
         self.env: dict[Node, str] = {}
         self.device: DeviceProgram | None = None
+        # the module's imports, from every printer of this kernel and its loops'
+        self.imports: set[str] = parent.imports if parent is not None else set()
         if parent is None:
             self.namer = _Namer("__" if self.parallel else "_")
             if device:
@@ -554,7 +556,7 @@ class ArrayKernel:
             names[a] = (
                 text if text.endswith("]") or text.isidentifier() else f"({text})"
             )
-        return f"({Printer().definition(n, names)[0]})"
+        return f"({self._printer().definition(n, names)[0]})"
 
     def _through(self, node: Node, idx: list[str]) -> tuple[Node, list[str]]:
         """One view step: ``node`` at ``idx`` is its source at the returned index."""
@@ -635,6 +637,12 @@ class ArrayKernel:
         self.env = env
         return env
 
+    def _printer(self) -> Printer:
+        """A printer whose imports (``math`` for ``math.inf``) reach the module."""
+        printer = Printer()
+        printer.imports = self.imports
+        return printer
+
     def source(
         self,
         name: str,
@@ -642,7 +650,7 @@ class ArrayKernel:
         header: Sequence[str],
         sections: Mapping[int, str],
     ) -> str:
-        printer = Printer()
+        printer = self._printer()
         env = self._scalar_env()
         if self.device is not None:
             self.device.base = name
@@ -1378,7 +1386,7 @@ class ArrayKernel:
             return env[a]
         if a in self.names:
             return self.names[a]
-        text, prec = Printer().expr(a, env)
+        text, prec = self._printer().expr(a, env)
         return text if prec >= P_ATOM else f"({text})"
 
 
