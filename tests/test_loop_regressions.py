@@ -280,3 +280,107 @@ def test_an_infinite_start_imports_math(target):
     value, grad = symdiff.value_and_grad(running_min_from_inf, target=target)(x)
     assert value == pytest.approx(0.01)
     np.testing.assert_allclose(grad, [0.0, 0.0, 0.2, 0.0])
+
+
+COEFFS = (1.0, -2.0, 3.0, 0.5)
+
+
+def horner_of_a_slice(x):
+    s = 0.0
+    for c in COEFFS[1:-1]:
+        s = s * x + c
+    return s + sum(COEFFS[::2]) * x
+
+
+def test_a_constant_slice_of_a_tuple_is_a_tuple():
+    value, grad = symdiff.value_and_grad(horner_of_a_slice, target="python")(0.5)
+    assert value == horner_of_a_slice(0.5)
+    assert grad == pytest.approx(-2.0 + 4.0)
+
+
+def shrinks_to_a_number(x, n):
+    y = x
+    for _ in range(n):
+        y = np.sum(y) * 0.5
+    return np.sum(y)
+
+
+def test_a_state_that_shrinks_is_reported_at_the_loop():
+    """``y = np.sum(y)`` makes Python's ``y`` a number; it was broadcast back to
+    the array's shape (37.5 where Python gives 7.5)."""
+    run = symdiff.jit(shrinks_to_a_number, target="python")
+    assert run(np.array([3.0]), 2) == shrinks_to_a_number(np.array([3.0]), 2)
+    with pytest.raises(symdiff.ShapeError) as info:
+        run(np.arange(5.0), 1)
+    assert "`y` must keep its shape through the loop" in str(info.value)
+    assert "test_loop_regressions.py:" in str(info.value)
+
+
+def push(buf, i, v):
+    buf[i] = v  # NumPy: the caller's array changes
+    return v
+
+
+def ring(x):
+    buf = np.zeros(x.shape[0])
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += push(buf, i, x[i] ** 2)
+    return s + np.sum(buf)
+
+
+def set_row(a, i, v):
+    a[i] = v
+    return a
+
+
+def functional_writes(x):
+    buf = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        buf = set_row(buf, i, x[i] ** 2)
+    return np.sum(buf)
+
+
+def test_a_helper_that_writes_into_its_argument_is_reported():
+    """The caller's `buf` does not change (arrays are values), where NumPy's
+    would: an error at the call, not half the value."""
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.jit(ring, target="python")(np.ones(3))
+    text = str(info.value)
+    assert "`push` writes into its array argument `buf`" in text
+    assert "`buf = push(...)`" in text
+    x = np.arange(1.0, 4.0)
+    grad = symdiff.grad(functional_writes, target="python")(x)
+    np.testing.assert_allclose(grad, 2 * x)  # the array returned and assigned
+
+
+def neighbour_product(x):
+    s = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        nxt = x[i + 1] if i + 1 < n else 0.0  # Python reads x[n] never
+        s += x[i] * nxt
+    return s
+
+
+def find_first_above(x, thr):
+    i = 0
+    n = x.shape[0]
+    while i < n and x[i] < thr:  # x[n] is never read either
+        i += 1
+    if i < n:
+        return x[i] * 2.0
+    return 0.0
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_indices_guarded_by_a_conditional_expression_or_and(target):
+    """Both arms of ``a if c else b`` and both sides of ``c and d`` run here, so
+    the index there is clamped, as in an ``if`` statement (python raised
+    IndexError; cpu read and wrote one element past the array)."""
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    grad = symdiff.grad(neighbour_product, target=target)(x)
+    np.testing.assert_allclose(grad, [2.0, 4.0, 6.0, 3.0])
+    value = symdiff.jit(find_first_above, target=target)(x, 10.0)
+    assert value == 0.0
+    assert symdiff.jit(find_first_above, target=target)(x, 2.5) == 6.0

@@ -162,6 +162,7 @@ class ExpressionLowering:
     inline_custom: Callable[..., Value]
     in_fwd: set[int]
     assign: Callable[..., None]
+    conditional: set[int]
 
     # -- the walk ---------------------------------------------------------------
     def expr(self, root: ast.expr, test: bool = False) -> Value:
@@ -169,15 +170,28 @@ class ExpressionLowering:
         tests = {id(root)} if test else set()
         results: dict[int, Value] = {}
         stack: list[tuple[ast.expr, bool]] = [(root, False)]
-        while stack:
-            node, ready = stack.pop()
-            children = self._children(node, tests)
-            if not ready:
-                stack.append((node, True))
-                stack.extend((child, False) for child in reversed(children))
-                continue
-            values = [results.pop(id(child)) for child in children]
-            results[id(node)] = self._combine(node, values, id(node) in tests)
+        # the parts Python may not evaluate (``a if c else b``'s arms, ``c and
+        # x[i]``'s right side): both run here, so their run-time indices are
+        # clamped into the array, as in an ``if`` statement's branches
+        outer, self.conditional = getattr(self, "conditional", set()), set()
+        try:
+            while stack:
+                node, ready = stack.pop()
+                children = self._children(node, tests)
+                if not ready:
+                    if id(node) in self.conditional:
+                        self.conditional.update(id(c) for c in children)
+                    elif isinstance(node, ast.IfExp):
+                        self.conditional.update((id(node.body), id(node.orelse)))
+                    elif isinstance(node, ast.BoolOp):
+                        self.conditional.update(id(v) for v in node.values[1:])
+                    stack.append((node, True))
+                    stack.extend((child, False) for child in reversed(children))
+                    continue
+                values = [results.pop(id(child)) for child in children]
+                results[id(node)] = self._combine(node, values, id(node) in tests)
+        finally:
+            self.conditional = outer
         return results[id(root)]
 
     def _children(self, node: ast.expr, tests: set[int]) -> list[ast.expr]:
@@ -480,7 +494,9 @@ class ExpressionLowering:
             if isinstance(node.slice, ast.List):
                 index = (index,)  # x[[0, 2]]: a list of positions, not x[0, 2]
             value = AR.index(base, index)
-            if value.op == "take" and self.frame.live is not B.TRUE:
+            if value.op == "take" and (
+                self.frame.live is not B.TRUE or id(node) in self.conditional
+            ):
                 # inside a branch: both branches run, the condition may be what
                 # keeps this index in bounds
                 spec = A.guarded(value.attrs[0])
@@ -498,6 +514,23 @@ class ExpressionLowering:
                 node,
                 f"a `{kind}` cannot be indexed in differentiated code",
                 "index arrays, tuples, or lists of numbers",
+            )
+        if isinstance(index, Static) and isinstance(index.obj, SliceValue):
+            bounds = [index.obj.start, index.obj.stop, index.obj.step]
+            if all(
+                AR._none(b)
+                or (isinstance(b, Node) and b.op == "const" and b.dtype == "int64")
+                for b in bounds
+            ):
+                # COEFFS[1:]: a slice of a tuple with constant bounds is a tuple
+                ints = [None if AR._none(b) else int(b.value) for b in bounds]  # type: ignore[union-attr]
+                if ints[2] == 0:
+                    return self.error(node.slice, "slice step cannot be zero")
+                return base[slice(*ints)]
+            return self.error(
+                node.slice,
+                "a slice of a tuple or list needs constant bounds",
+                "write the bounds as numbers (COEFFS[1:3]), or make it an array",
             )
         if not (
             isinstance(index, Node) and index.op == "const" and index.dtype == "int64"

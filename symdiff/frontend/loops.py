@@ -107,6 +107,7 @@ class LoopLowering:
     """Mixin: ``for``, ``while``, ``break``, ``continue``."""
 
     frame: Frame
+    current: ast.AST | None
     hints: dict[Node, str]
     poison: Node
     diagnostics: list
@@ -691,6 +692,7 @@ class LoopLowering:
         for live, _ in ctx.breaks:
             stop = live if stop is None else B.logical_or(stop, live)
         outputs: list[Node] = []
+        owners: list[str] = []  # the variable each output is (a part of)
         if not records:  # every path breaks at once
             records = [(B.TRUE, ctx.breaks[0][1])] if ctx.breaks else [(B.TRUE, env)]
         for name in state_names:
@@ -710,12 +712,23 @@ class LoopLowering:
                 )
                 return None
             outputs.extend(leaves)
+            owners.extend([name] * len(leaves))
+        # an output that fits the state is stretched to it; lengths equal only
+        # when the kernel runs (the state's x.shape[0], the output's 1) are
+        # checked, at the loop
+        here, self.current = self.current, stmt
         outputs = [
             _fit(o, dt, shape)
-            if _widen((dt, shape), (o.dtype, o.shape)) == (dt, shape)
+            if _widen(
+                (dt, shape),
+                (o.dtype, o.shape),
+                f"`{name}` must keep its shape through the loop at line {stmt.lineno}",
+            )
+            == (dt, shape)
             else o
-            for o, (dt, shape) in zip(outputs, kinds, strict=True)
+            for o, (dt, shape), name in zip(outputs, kinds, owners, strict=True)
         ]
+        self.current = here
         roots = [*outputs, *(n for n in (test_node, stop) if n is not None)]
         used = set(topological(roots))
         outer = [o for o, v in captured.items() if v in used]
@@ -751,9 +764,11 @@ def _read_after(tree: ast.AST, stmt: ast.stmt) -> set[str]:
 
 
 def _widen(
-    kind: tuple[str, S.Shape], out: tuple[str, S.Shape], what: str = ""
+    kind: tuple[str, S.Shape], out: tuple[str, S.Shape], what: str | None = None
 ) -> tuple[str, S.Shape] | None:
-    """The dtype and shape a loop variable needs to hold both ``kind`` and ``out``."""
+    """The dtype and shape a loop variable needs to hold both ``kind`` and ``out``;
+    lengths equal only when the kernel runs are checked then, with message
+    ``what`` (None: not recorded, the caller asks whether they may agree)."""
     dt = max(kind[0], out[0], key=DTYPES.index)
     if dt == "bool" and kind[0] != out[0]:
         dt = "int64"
@@ -761,20 +776,23 @@ def _widen(
     if a == b:
         return dt, a
     # a number may become an array, and an axis of length 1 may stretch; lengths
-    # that are merely assumed equal (x.shape[0] against x.shape[0] + 1) may not
+    # that are merely assumed equal (x.shape[0] against x.shape[0] + 1) may not,
+    # nor may the state shrink (`y = np.sum(y)`: Python's y is a number after it)
     rank = max(len(a), len(b))
     a = (1,) * (rank - len(a)) + tuple(a)
     b = (1,) * (rank - len(b)) + tuple(b)
     shape: list[S.Length] = []
     for x, y in zip(a, b, strict=True):
-        if x == y or y == 1:
+        if x == y:
             shape.append(x)
         elif x == 1:
             shape.append(y)
         elif isinstance(S.sub(x, y), int):
             return None  # known to differ
+        elif what is None:
+            shape.append(x)
         else:  # equal when the kernel runs, or the kernel says where not
-            shape.append(S.unify(x, y, what or "a loop variable keeps its shape"))
+            shape.append(S.unify(x, y, what))
     return dt, tuple(shape)
 
 

@@ -310,6 +310,29 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
             result = self._run_frame(frame)
         finally:
             self.frames.pop()
+        for pname in _written_into(source.tree):
+            before = bound.arguments.get(pname)
+            after = frame.env.get(pname)
+            returned = result is after or (
+                isinstance(result, tuple) and any(r is after for r in result)
+            )
+            if (
+                isinstance(before, Node)
+                and before.shape
+                and after is not before
+                and not returned  # `A = set_row(A, i, v)`: the caller takes it
+            ):
+                # NumPy would change the caller's array; a helper's writes stay
+                # in the helper here (arrays are values): say so, not a wrong value
+                return self.error(
+                    call,
+                    f"`{name}` writes into its array argument `{pname}`, which "
+                    "would change the caller's array; symdiff passes arrays to "
+                    "helpers as values",
+                    f"return the array from `{name}` and assign it in the caller "
+                    f"(`{pname} = {name}(...)`), or write into a copy there "
+                    f"(`{pname} = {pname}.copy()`)",
+                )
         if len(self.diagnostics) > reported and _is_library(fn):
             # Problems deep inside someone else's code help nobody: say it once,
             # at the user's call.
@@ -469,6 +492,24 @@ def _is_library(fn: types.FunctionType) -> bool:
     """True for functions of the standard library or installed packages."""
     path = os.path.realpath(fn.__code__.co_filename)
     return path.startswith(_LIBRARY_DIRS)
+
+
+def _written_into(tree: ast.FunctionDef) -> list[str]:
+    """The parameters a function writes elements of (``buf[i] = v``, ``acc[i] +=
+    v``) without first binding the name to something else (``buf = buf.copy()``)."""
+    params = {a.arg for a in (*tree.args.posonlyargs, *tree.args.args)}
+    rebound: set[str] = set()
+    written: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    if t.value.id in params and t.value.id not in written:
+                        written.append(t.value.id)
+                elif isinstance(t, ast.Name) and not isinstance(node, ast.AugAssign):
+                    rebound.add(t.id)
+    return [p for p in written if p not in rebound]
 
 
 def _is_value(obj: object) -> bool:
