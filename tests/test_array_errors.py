@@ -383,3 +383,42 @@ def test_branches_of_different_shapes_are_reported_at_the_if():
     text = str(info.value)
     assert f"{HERE}:{line_of(shapes_differ_by_branch)}:5:" in text
     assert "if y > 0:" in text
+
+
+def spectral_norm(W):
+    return np.linalg.norm(W, 2)
+
+
+def dot_of_stacks(A, B):
+    return np.sum(np.dot(A, B))
+
+
+def method_with_dtype(x):
+    return x.sum(dtype=np.float64)
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "message"),
+    [
+        # NumPy's values differ from what these computed (Frobenius, matmul)
+        (spectral_norm, (np.ones((2, 2)),), "the spectral norm (ord=2 of a matrix)"),
+        (dot_of_stacks, (np.ones((2, 2, 2)), np.ones((2, 2, 2))), "np.dot of arrays"),
+        (method_with_dtype, (np.ones(3),), "x.sum() got an unexpected keyword"),
+    ],
+)
+def test_refused_where_numpy_means_something_else(fn, args, message):
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.jit(fn, target="python")(*args)
+    assert message in str(info.value)
+    assert f"{HERE}:{line_of(fn)}:" in str(info.value)
+
+
+def clip_by_keyword(x):
+    return np.sum(np.clip(x, a_min=0.0, a_max=0.5) ** 2)
+
+
+def test_clip_takes_numpys_keywords():
+    x = np.array([-1.0, 0.2, 0.7])
+    value, grad = symdiff.value_and_grad(clip_by_keyword, target="python")(x)
+    assert value == pytest.approx(0.29)
+    np.testing.assert_allclose(grad, [0.0, 0.4, 0.0])

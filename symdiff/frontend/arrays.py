@@ -222,6 +222,12 @@ def _norm(
                     "write other norms out: `np.sum(np.abs(x))` for ord=1",
                 )
     axes = axes_arg(axis, len(node.shape))
+    if len(axes) == 2 and isinstance(ord, Node):
+        # NumPy's ord=2 of a matrix is its largest singular value
+        raise Unsupported(
+            "np.linalg.norm: the spectral norm (ord=2 of a matrix) is not supported",
+            "leave ord out for the Frobenius norm, or take the 2-norm of a vector",
+        )
     squares = A.reduce("sum", B.mul(node, node), axes, flag(keepdims, "keepdims"))
     return B.apply("sqrt", squares)
 
@@ -234,6 +240,13 @@ def _np_dot(a: Value, b: Value) -> Node:
     x, y = array(a), array(b)
     if not x.shape or not y.shape:
         return B.mul(x, y)
+    if min(len(x.shape), len(y.shape)) >= 2 and max(len(x.shape), len(y.shape)) > 2:
+        # np.dot of stacks pairs every matrix of one with every one of the other
+        raise Unsupported(
+            "np.dot of arrays with more than 2 axes is not supported (it is not "
+            "a product of stacked matrices)",
+            "for stacks of matrices use `a @ b` (np.matmul)",
+        )
     return A.dot(x, y)
 
 
@@ -637,7 +650,18 @@ def _where(cond: Value, a: Value | None = None, b: Value | None = None) -> Node:
     return B.select(B.truth(array(cond)), array(a), array(b))
 
 
-def _clip(x: Value, lo: Value, hi: Value) -> Node:
+def _clip(
+    x: Value,
+    lo: Value | None = None,
+    hi: Value | None = None,
+    *,
+    a_min: Value | None = None,
+    a_max: Value | None = None,
+    min: Value | None = None,
+    max: Value | None = None,
+) -> Node:
+    lo = next((v for v in (lo, a_min, min) if v is not None), Static(None))
+    hi = next((v for v in (hi, a_max, max) if v is not None), Static(None))
     node = array(x)
     if not (isinstance(lo, Static) and lo.obj is None):
         node = B.apply("max", node, array(lo))

@@ -569,7 +569,11 @@ class ExpressionLowering:
             return self.error(node.func, f"`{name}` is not a function")
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
         if isinstance(obj, BoundMethod):
-            return AR.call_method(obj, args, kwargs)
+            try:
+                return AR.call_method(obj, args, kwargs)
+            except TypeError as exc:
+                message = re.sub(r"^[\w.<>]+\(\)", f"{name}()", str(exc))
+                return self.error(node, f"bad call of `{name}`: {message}")
         numpy_fn = AR.FUNCTIONS.get(id(obj))
         if numpy_fn is not None:
             try:
