@@ -422,3 +422,30 @@ def test_clip_takes_numpys_keywords():
     value, grad = symdiff.value_and_grad(clip_by_keyword, target="python")(x)
     assert value == pytest.approx(0.29)
     np.testing.assert_allclose(grad, [0.0, 0.4, 0.0])
+
+
+def not_of_a_mask(x):
+    return np.sum(np.where(not (x > 0), x, 0.0))
+
+
+def and_of_masks(x):
+    return np.sum(np.where((x > 0) and (x < 1), x, 0.0))
+
+
+def inverted_mask(x):
+    return np.sum(np.where(~(x > 0), x, 0.0) ** 2)
+
+
+def test_truth_of_arrays_is_refused_and_tilde_works():
+    """`not`/`and` of arrays raise in NumPy (ambiguous truth); they were taken
+    element-wise here. `~mask` is NumPy's element-wise not (it was refused,
+    with a hint towards `not`)."""
+    for fn, hint in ((not_of_a_mask, "~mask"), (and_of_masks, "np.logical_and")):
+        with pytest.raises(symdiff.TranslationError) as info:
+            symdiff.jit(fn, target="python")(np.ones(3))
+        assert "the truth value of an array is ambiguous" in str(info.value)
+        assert hint in str(info.value)
+    x = np.array([-1.0, 0.5, -2.0])
+    value, grad = symdiff.value_and_grad(inverted_mask, target="python")(x)
+    assert value == 5.0
+    np.testing.assert_allclose(grad, [-2.0, 0.0, -4.0])

@@ -406,9 +406,19 @@ class ExpressionLowering:
         if isinstance(node.op, ast.UAdd):
             return operand
         if isinstance(node.op, ast.Not):
+            if operand.shape:
+                return self.error(
+                    node,
+                    "`not` of an array: the truth value of an array is ambiguous",
+                    "use `~mask` or np.logical_not(mask) element-wise",
+                )
             return B.logical_not(B.truth(operand))
+        if operand.dtype == "bool":  # `~mask`: NumPy's element-wise not
+            return B.logical_not(operand)
         return self.error(
-            node, "operator `~` is not supported", "use `not` for conditions"
+            node,
+            "operator `~` is supported on bools and bool arrays only",
+            "use `not` for a condition, or `-x - 1` for an int",
         )
 
     def _expr_Compare(
@@ -431,8 +441,15 @@ class ExpressionLowering:
 
     def _expr_BoolOp(self, node: ast.BoolOp, values: list[Value], test: bool) -> Value:
         operands = [self.scalar(node, v) for v in values]
+        word = "and" if isinstance(node.op, ast.And) else "or"
+        if any(o.shape for o in operands):
+            return self.error(
+                node,
+                f"`{word}` of arrays: the truth value of an array is ambiguous",
+                f"use `{'&' if word == 'and' else '|'}` or np.logical_{word}(a, b) "
+                "element-wise (with parentheses around comparisons)",
+            )
         if not test and any(o.dtype != "bool" for o in operands):
-            word = "and" if isinstance(node.op, ast.And) else "or"
             return self.error(
                 node,
                 f"`{word}` on numbers returns one of its operands",
