@@ -283,3 +283,26 @@ def test_latex_labels_name_the_function_and_the_aux():
     assert tex.startswith(r"\frac{\partial \mathrm{my\_loss}}{\partial x_{val}}")
     tex = symdiff.value_and_grad(with_aux, has_aux=True, target="python").latex()
     assert r"\mathrm{aux} = x + y" in tex and r"\mathrm{value} = x y" in tex
+
+
+def linear_score(w, X):
+    return np.sum(w * X)
+
+
+def snapshot(x):
+    return x.copy()
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_results_are_never_the_callers_arrays(target):
+    """`grad` of np.sum(w * X) is X's values, and `x.copy()` folds to x: the
+    kernel returned the argument itself, so `g *= -0.1` changed the caller's X."""
+    X = np.array([1.0, 2.0, 3.0])
+    g = symdiff.grad(linear_score, target=target)(np.zeros(3), X)
+    assert g is not X
+    g *= -0.1
+    np.testing.assert_array_equal(X, [1.0, 2.0, 3.0])
+    x = np.array([5.0, 6.0])
+    s = symdiff.jit(snapshot, target=target)(x)
+    s[0] = 0.0
+    np.testing.assert_array_equal(x, [5.0, 6.0])

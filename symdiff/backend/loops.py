@@ -734,6 +734,10 @@ class ArrayKernel:
     def _returns(self, returns: Any, env: dict[Node, str], printer: Printer) -> str:
         def text(v: Any) -> str:
             if isinstance(v, Node):
+                if v.shape and v.op == "param":
+                    # a result is never the caller's own array (`grad` of
+                    # np.sum(w * X) is X's values, in an array of its own)
+                    return self._copy(self._array_text(v))
                 if v in self.names:
                     return self.names[v]
                 return printer.expr(v, env)[0]
