@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import sys
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -29,12 +28,6 @@ def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Compiled:
     if compiled is None:
         compiled = per_function[spec, target] = Compiled(fun, spec, target)
     return compiled
-
-
-def _all_args(fun: Callable[..., Any]) -> tuple[int, ...]:
-    """The positions of all of ``fun``'s parameters: the ``argnums`` of the
-    transform a jvp, vjp or hvp call giving every primal runs (and caches)."""
-    return _given_args(fun, sys.maxsize)
 
 
 def _given_args(fun: Callable[..., Any], count: int) -> tuple[int, ...]:

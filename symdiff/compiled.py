@@ -91,6 +91,18 @@ def _unsupported(value: object, name: str, differentiated: bool) -> str | None:
     )
 
 
+def annotated_dtype(param: inspect.Parameter) -> str:
+    """The dtype a parameter has before any call: int64 or bool where it is
+    annotated or defaults so (``def f(x, n: int)``, ``def f(x, n=3)``), else
+    float64."""
+    ann, default = param.annotation, param.default
+    if ann in (int, "int") or (type(default) is int and ann is param.empty):
+        return "int64"
+    if ann in (bool, "bool") or (type(default) is bool and ann is param.empty):
+        return "bool"
+    return "float64"
+
+
 _MISSING = object()
 
 
@@ -803,16 +815,7 @@ class Compiled:
         """The signature ``.source`` shows before any call: float64, except for
         parameters annotated ``int`` or ``bool`` (or defaulting to one), so that
         ``def f(x, n: int)`` shows its loop over ``range(n)``."""
-        out = []
-        for p in self._signature.parameters.values():
-            ann, default = p.annotation, p.default
-            if ann in (int, "int") or (type(default) is int and ann is p.empty):
-                out.append("int64")
-            elif ann in (bool, "bool") or (type(default) is bool and ann is p.empty):
-                out.append("bool")
-            else:
-                out.append("float64")
-        return tuple(out)
+        return tuple(annotated_dtype(p) for p in self._signature.parameters.values())
 
     # -- inspection -----------------------------------------------------------------
     def tape_bytes(self, *args: Any) -> int:

@@ -144,13 +144,13 @@ def build_kernel(
         header.append(f"with respect to: {', '.join(plan.wrt)}")
     if plan.mode:
         header.append(f"mode: {plan.mode}")
+    graph = topological([*outputs, *plan.primal])
     device = device and (
-        any(p.shape for p in plan.params)
-        or any(n.shape for n in topological([*outputs, *plan.primal]))
+        any(p.shape for p in plan.params) or any(n.shape for n in graph)
     )
     # a length (``np.zeros(n)`` summed away into ``n * x``) is printed by the
     # array generator, which names lengths
-    lengths = any(n.op == "dim" for n in topological([*outputs, *plan.primal]))
+    lengths = any(n.op == "dim" for n in graph)
     if (
         has_arrays(sched.nodes)
         or lengths

@@ -302,3 +302,14 @@ def test_an_index_array_argument_is_bounds_checked(target):
 def test_a_constant_index_outside_a_known_length_is_refused():
     with pytest.raises(symdiff.TranslationError, match="index 5 is out of bounds"):
         symdiff.grad(constant_out_of_bounds, target="python")(1.0)
+
+
+def rows_and_a_mask(X, idx):
+    return np.sum(X[idx, X[0] > 0])
+
+
+def test_a_mask_after_an_index_array_argument_is_named_as_such():
+    """The bounds message of `idx` once took the place of the construct's name."""
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(rows_and_a_mask, target="python")(np.ones((3, 3)), np.array([0]))
+    assert "indexing with a boolean mask is not supported" in str(info.value)

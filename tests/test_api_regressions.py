@@ -306,3 +306,34 @@ def test_results_are_never_the_callers_arrays(target):
     s = symdiff.jit(snapshot, target=target)(x)
     s[0] = 0.0
     np.testing.assert_array_equal(x, [5.0, 6.0])
+
+
+@symdiff.custom_vjp
+def halved_gradient(x):
+    return x * 1.0
+
+
+def halved_fwd(x):
+    return x * 1.0, None
+
+
+def halved_bwd(res, g):
+    return (0.5 * g,)
+
+
+halved_gradient.defvjp(halved_fwd, halved_bwd)
+
+
+def uses_an_array_custom_vjp(x):
+    return np.sum(halved_gradient(x) * np.arange(3.0))
+
+
+def test_a_custom_vjp_with_an_array_output_is_refused():
+    """Its rules were read as a number's (the gradient came out [1.5, 1.5, 1.5]
+    where [0, 0.5, 1] is right): refused at the call until arrays are
+    supported."""
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(uses_an_array_custom_vjp, target="python")(np.ones(3))
+    assert "must return `(output, residuals)` with one number as output" in str(
+        info.value
+    )

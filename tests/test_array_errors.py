@@ -449,3 +449,31 @@ def test_truth_of_arrays_is_refused_and_tilde_works():
     value, grad = symdiff.value_and_grad(inverted_mask, target="python")(x)
     assert value == 5.0
     np.testing.assert_allclose(grad, [-2.0, 0.0, -4.0])
+
+
+def tilde_of_a_float(x):
+    return ~x
+
+
+def slice_of_a_tuple_at_run_time(x, k: int):
+    return sum((1.0, 2.0, 3.0)[k:]) * x
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "message", "hint"),
+    [
+        (tilde_of_a_float, (1.5,), "operator `~` is supported on bools", "`-x - 1`"),
+        (
+            slice_of_a_tuple_at_run_time,
+            (1.5, 1),
+            "a slice of a tuple or list needs constant bounds",
+            "COEFFS[1:3]",
+        ),
+    ],
+)
+def test_what_python_allows_and_symdiff_cannot_says_so(fn, args, message, hint):
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.jit(fn, target="python")(*args)
+    text = str(info.value)
+    assert message in text and hint in text
+    assert f"{HERE}:{line_of(fn)}:" in text

@@ -816,9 +816,9 @@ class ArrayKernel:
             # Numba's parallel lowering miscompiles a slice assignment after the
             # shape checks (``lap[1:n - 1] = t0`` wrote zeros): a loop instead
             loops, body = self._region_loop(n, target, op, env)
-            for depth, (var, dim) in enumerate(loops):
-                lines.append(f"{ind}{'    ' * depth}for {var} in range({dim}):")
-            lines.append(f"{ind}{'    ' * len(loops)}{body}")
+            for depth, (var, dim) in enumerate(loops, 1):
+                lines.append(f"{ind * depth}for {var} in range({dim}):")
+            lines.append(f"{ind * (len(loops) + 1)}{body}")
             return lines
         lines.append(f"{ind}{target}[{', '.join(at)}] {op} {self._value(value, env)}")
         return lines
@@ -1432,9 +1432,9 @@ def _reads_first(order: list[Node], forward: set[Node]) -> list[Node]:
     while a reader of the array it overwrites is still to come, where the reader
     does not need the update; a reader through a view (``v_bar[p] +=
     out_bar[j]`` reads ``out_bar`` through the scalar ``take``) is the node that
-    prints the read, the first one past the views.  An update
-    placed before such a reader must copy the whole array so that the reader
-    sees the old values: in a loop body, a copy per iteration."""
+    prints the read, the first one past the views.  An update placed before
+    such a reader must copy the whole array so that the reader sees the old
+    values: in a loop body, a copy per iteration."""
     position = {n: i for i, n in enumerate(order)}
     waiting = {n: len({a for a in n.args if a in position}) for n in order}
     users: dict[Node, list[Node]] = {}

@@ -41,7 +41,7 @@ from symdiff.cli.kinds import (
     short,
     split_items,
 )
-from symdiff.compiled import Compiled
+from symdiff.compiled import Compiled, annotated_dtype
 
 
 class Failure(click.ClickException):
@@ -404,15 +404,9 @@ def argument_kinds(
 def _annotated_kind(target: Target, name: str) -> str:
     """int64 or bool for a parameter annotated or defaulting so, else float64."""
     try:
-        param = inspect.signature(target.fn).parameters[name]
+        return annotated_dtype(inspect.signature(target.fn).parameters[name])
     except (TypeError, ValueError, KeyError):
         return FLOAT
-    ann, default = param.annotation, param.default
-    if ann in (int, "int") or (type(default) is int and ann is param.empty):
-        return INT
-    if ann in (bool, "bool") or (type(default) is bool and ann is param.empty):
-        return BOOL
-    return FLOAT
 
 
 def parse_point(

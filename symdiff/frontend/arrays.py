@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -1166,7 +1166,6 @@ class _Advanced:
     numbers; ``wrap`` where an entry may be negative), giving rows of shape
     ``(*shape, *rest)``, then transposed by ``place``."""
 
-    x: Node
     perm: tuple[int, ...]
     index: list[Node]
     wrap: list[bool]
@@ -1230,12 +1229,12 @@ def _plan_advanced(x: Node, items: list[Value], what: str) -> _Advanced:
         if node.op == "param" and node.shape:
             # an index array passed in: its extremes are checked when the kernel
             # runs, as NumPy checks every position (the loop reads unchecked)
-            what = (
+            outside = (
                 f"an index in `{S.format_dim(S.atom('value', node.attrs[0]))}` is "
                 f"out of bounds for axis {axis} with size {S.format_dim(n)}"
             )
-            S.require_less(S.atom("amax", node.attrs[0]), n, what)
-            S.require_less(S.sub(S.neg(n), 1), S.atom("amin", node.attrs[0]), what)
+            S.require_less(S.atom("amax", node.attrs[0]), n, outside)
+            S.require_less(S.sub(S.neg(n), 1), S.atom("amin", node.attrs[0]), outside)
         picked[axis] = node
     axes = sorted(picked)
     rest = [a for a in range(len(x.shape)) if a not in picked]
@@ -1254,7 +1253,7 @@ def _plan_advanced(x: Node, items: list[Value], what: str) -> _Advanced:
         b = list(range(len(shape)))
         after = list(range(len(shape), len(place)))
         place = (*after[: axes[0]], *b, *after[axes[0] :])
-    return _Advanced(x, (*axes, *rest), index, wrap, shape, place)
+    return _Advanced((*axes, *rest), index, wrap, shape, place)
 
 
 def _advanced_index(x: Node, items: list[Value]) -> Node:
@@ -1402,11 +1401,19 @@ def _slice(sl: SliceValue, n: Length, axis: int) -> tuple[Any, ...]:
     return ("slice", start, size, step)
 
 
+def constant_slice(sl: SliceValue) -> slice | None:
+    """``sl`` as a Python slice when its bounds are int constants (or left
+    out), else None (``COEFFS[1:]`` of a tuple)."""
+    bounds: list[int | None] = []
+    for b in (sl.start, sl.stop, sl.step):
+        if _none(b):
+            bounds.append(None)
+        elif isinstance(b, Node) and b.op == "const" and b.dtype == "int64":
+            bounds.append(int(b.value))
+        else:
+            return None
+    return slice(*bounds)
+
+
 def _none(v: Value | None) -> bool:
     return v is None or (isinstance(v, Static) and v.obj is None)
-
-
-def call_method(
-    method: BoundMethod, args: Sequence[Value], kwargs: dict[str, Value]
-) -> Value:
-    return METHODS[method.name](method.array, *args, **kwargs)

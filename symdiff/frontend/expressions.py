@@ -173,7 +173,7 @@ class ExpressionLowering:
         # the parts Python may not evaluate (``a if c else b``'s arms, ``c and
         # x[i]``'s right side): both run here, so their run-time indices are
         # clamped into the array, as in an ``if`` statement's branches
-        outer, self.conditional = getattr(self, "conditional", set()), set()
+        outer, self.conditional = self.conditional, set()
         try:
             while stack:
                 node, ready = stack.pop()
@@ -533,22 +533,19 @@ class ExpressionLowering:
                 "index arrays, tuples, or lists of numbers",
             )
         if isinstance(index, Static) and isinstance(index.obj, SliceValue):
-            bounds = [index.obj.start, index.obj.stop, index.obj.step]
-            if all(
-                AR._none(b)
-                or (isinstance(b, Node) and b.op == "const" and b.dtype == "int64")
-                for b in bounds
-            ):
-                # COEFFS[1:]: a slice of a tuple with constant bounds is a tuple
-                ints = [None if AR._none(b) else int(b.value) for b in bounds]  # type: ignore[union-attr]
-                if ints[2] == 0:
-                    return self.error(node.slice, "slice step cannot be zero")
-                return base[slice(*ints)]
-            return self.error(
-                node.slice,
-                "a slice of a tuple or list needs constant bounds",
-                "write the bounds as numbers (COEFFS[1:3]), or make it an array",
-            )
+            # COEFFS[1:]: a slice of a tuple with constant bounds is a tuple
+            sl = AR.constant_slice(index.obj)
+            if sl is None:
+                return self.error(
+                    node.slice,
+                    "a slice of a tuple or list needs constant bounds",
+                    "write the bounds as numbers (COEFFS[1:3]), or make it an array",
+                )
+            if sl.step == 0:
+                return self.error(
+                    node.slice, "slice step cannot be zero", "use a nonzero step"
+                )
+            return base[sl]
         if not (
             isinstance(index, Node) and index.op == "const" and index.dtype == "int64"
         ):
@@ -572,6 +569,22 @@ class ExpressionLowering:
         self.assign(node.target, values[0])
         return values[0]
 
+    def _build(
+        self,
+        node: ast.Call,
+        name: str,
+        build: Callable[..., Value],
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> Value:
+        """A NumPy function or array method through its builder; a bad call
+        names NumPy's function, not the builder (``_reduction.<locals>.build()``)."""
+        try:
+            return build(*args, **kwargs)
+        except TypeError as exc:
+            message = re.sub(r"^[\w.<>]+\(\)", f"{name}()", str(exc))
+            return self.error(node, f"bad call of `{name}`: {message}")
+
     def _expr_Call(self, node: ast.Call, values: list[Value], test: bool) -> Value:
         callee, args = values[0], values[1 : 1 + len(node.args)]
         kwargs = dict(
@@ -586,19 +599,12 @@ class ExpressionLowering:
             return self.error(node.func, f"`{name}` is not a function")
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
         if isinstance(obj, BoundMethod):
-            try:
-                return AR.call_method(obj, args, kwargs)
-            except TypeError as exc:
-                message = re.sub(r"^[\w.<>]+\(\)", f"{name}()", str(exc))
-                return self.error(node, f"bad call of `{name}`: {message}")
+            return self._build(
+                node, name, AR.METHODS[obj.name], [obj.array, *args], kwargs
+            )
         numpy_fn = AR.FUNCTIONS.get(id(obj))
         if numpy_fn is not None:
-            try:
-                return numpy_fn[1](*args, **kwargs)
-            except TypeError as exc:
-                # NumPy's name, not the builder's (``_reduction.<locals>.build()``)
-                message = re.sub(r"^[\w.<>]+\(\)", f"{name}()", str(exc))
-                return self.error(node, f"bad call of `{name}`: {message}")
+            return self._build(node, name, numpy_fn[1], args, kwargs)
         if obj is builtins.len:
             if len(args) != 1 or kwargs:
                 return self.error(node, "`len` takes one argument")

@@ -23,7 +23,9 @@ import inspect
 import os
 import sysconfig
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from symdiff.custom import CustomRule, custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
@@ -139,6 +141,8 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         self.in_fwd: set[int] = set()
         self.poison = make("param", (), (-1, "<error>"))
         self.current: ast.AST | None = None
+        # ids of the expression nodes Python may not evaluate (ExpressionLowering)
+        self.conditional: set[int] = set()
 
     @property
     def frame(self) -> Frame:
@@ -291,16 +295,13 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
                 f"cannot inline `{name}`: its source is unavailable",
                 str(exc).splitlines()[0],
             )
-        try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
-        except TypeError as exc:
-            return self.error(call, f"bad call of `{name}`: {exc}")
-        bound.apply_defaults()
-        env: dict[str, Value] = {}
-        for pname, value in bound.arguments.items():
-            env[pname] = python_value(value) if not _is_value(value) else value
-            if isinstance(env[pname], Node):
-                self.hints.setdefault(env[pname], pname)
+        bound = self._bind(call, fn, name, args, kwargs)
+        if not isinstance(bound, dict):
+            return bound
+        env: dict[str, Value] = dict(bound)
+        for pname, value in env.items():
+            if isinstance(value, Node):
+                self.hints.setdefault(value, pname)
         here = self.frame.source
         site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
         frame = Frame(source, env, _local_names(source.tree), site)
@@ -311,7 +312,7 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         finally:
             self.frames.pop()
         for pname in _written_into(source.tree):
-            before = bound.arguments.get(pname)
+            before = bound.get(pname)
             after = frame.env.get(pname)
             returned = result is after or (
                 isinstance(result, tuple) and any(r is after for r in result)
@@ -345,6 +346,26 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
             )
         return result
 
+    def _bind(
+        self,
+        call: ast.AST,
+        fn: Callable[..., Any],
+        name: str,
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> dict[str, Value] | Node:
+        """``fn``'s parameters bound to a call's values, defaults filled in (as
+        values), or the error reported for a call that does not fit."""
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as exc:
+            return self.error(call, f"bad call of `{name}`: {exc}")
+        bound.apply_defaults()
+        return {
+            p: v if _is_value(v) else python_value(v)
+            for p, v in bound.arguments.items()
+        }
+
     def inline_custom(
         self,
         call: ast.AST,
@@ -368,15 +389,10 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         # As in JAX, the rules see every parameter, the defaults bound: fwd takes
         # them all, and bwd returns one cotangent per parameter, whichever the
         # call passed.
-        try:
-            bound = inspect.signature(custom.fun).bind(*args, **kwargs)
-        except TypeError as exc:
-            return self.error(call, f"bad call of `{name}`: {exc}")
-        bound.apply_defaults()
-        params = list(bound.arguments)
-        inputs = [
-            v if _is_value(v) else python_value(v) for v in bound.arguments.values()
-        ]
+        bound = self._bind(call, custom.fun, name, args, kwargs)
+        if not isinstance(bound, dict):
+            return bound
+        params, inputs = list(bound), list(bound.values())
         # Inside its own fwd rule, a call of the custom function means its primal.
         self.in_fwd.add(id(custom))
         try:
@@ -386,7 +402,10 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         if pair is self.poison:
             return pair
         if not (
-            isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Node)
+            isinstance(pair, tuple)
+            and len(pair) == 2
+            and isinstance(pair[0], Node)
+            and not pair[0].shape  # an array output: its rules would be misread
         ):
             return self.error(
                 call,

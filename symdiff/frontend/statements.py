@@ -181,28 +181,27 @@ class StatementLowering:
             )
             return
         items = list(key) if isinstance(key, tuple) else [key]
-        if any(AR.is_array_index(i) for i in items):
-            try:
-                updated = AR.advanced_update(base, key, value, mode)
-            except (AR.Unsupported, S.ShapeMismatch) as exc:
-                self.error(target, exc.args[0], getattr(exc, "hint", ""))
-                return
-            self.hints.setdefault(updated, name)
-            self.frame.env[name] = updated
-            return
         try:
-            spec, index = AR.dynamic_spec(base, key, "element assignment")
-            region = A.region(base, spec)
-            if value.shape and value.shape != region:
-                S.broadcast([region, value.shape], lambda: "in element assignment")
+            if any(AR.is_array_index(i) for i in items):
+                updated = AR.advanced_update(base, key, value, mode)
+            else:
+                updated = self._basic_update(base, key, value, mode)
         except (AR.Unsupported, S.ShapeMismatch) as exc:
             self.error(target, exc.args[0], getattr(exc, "hint", ""))
             return
-        if self.frame.live is not B.TRUE:
-            spec = A.guarded(spec)  # both branches run: see _expr_Subscript
-        updated = A.index_update(base, value, spec, index, mode)
         self.hints.setdefault(updated, name)
         self.frame.env[name] = updated
+
+    def _basic_update(self, base: Node, key: Value, value: Node, mode: str) -> Node:
+        """``base`` with ``base[key] = value`` for integers (run-time ones too)
+        and slices; in a branch, its run-time positions are clamped."""
+        spec, index = AR.dynamic_spec(base, key, "element assignment")
+        region = A.region(base, spec)
+        if value.shape and value.shape != region:
+            S.broadcast([region, value.shape], lambda: "in element assignment")
+        if self.frame.live is not B.TRUE:
+            spec = A.guarded(spec)  # both branches run: see _expr_Subscript
+        return A.index_update(base, value, spec, index, mode)
 
     def _stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
         target = stmt.target

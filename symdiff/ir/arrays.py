@@ -655,8 +655,8 @@ def gather(
     of one length ``n`` or a number; row ``p`` of the result (shape ``(n,
     *x.shape[len(index):])``) is ``x[i0[p], i1[p], ...]``.  Where ``wrap`` says
     an entry may be negative, a negative position counts from the end of its
-    axis, as in NumPy; positions are not bounds-checked (as run-time indices
-    are not).
+    axis, as in NumPy; positions are not bounds-checked here (the frontend
+    checks index arrays passed as arguments when the kernel runs).
 
     A loop over the positions, as a person writes it: its reverse mode adds
     each row's adjoint into ``x_bar`` at that row's positions (a position given

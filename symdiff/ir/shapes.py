@@ -38,7 +38,8 @@ def _atom_key(atom: Atom) -> tuple[Any, ...]:
         return (4, "")
     if atom[0] in _DIVISIONS:
         return (_DIVISIONS[atom[0]], repr(atom[1]), repr(atom[2]))
-    return (0 if atom[0] == "shape" else 1, *atom[1:])
+    # the kind second: a parameter's value and its array's extremes never tie
+    return (0 if atom[0] == "shape" else 1, atom[0], *atom[1:])
 
 
 class Dim:
