@@ -82,6 +82,12 @@ def extremes(x, y):
     return np.maximum(x, y), np.minimum(x, y), np.fmax(x, y), np.fmin(x, y)
 
 
+def special(x, y):
+    # lgamma/gamma print as math calls; their derivative (the digamma) is built
+    # from other ops; np.logaddexp becomes an inner helper on CUDA
+    return math.lgamma(x) * y + math.gamma(0.5 * y + 3.0) + np.logaddexp(x, y)
+
+
 def names(x, abs, range, cuda):
     # parameters named like builtins and the CUDA module
     return math.fabs(x) * abs + range * cuda if x > 0 else x * range
@@ -195,6 +201,10 @@ CASES = _named(
     vec_jacobian_extremes=_vec(
         lambda t: symdiff.jacobian(extremes, argnums=(0, 1)), XS, YS
     ),
+    vec_grad_special_functions=_vec(
+        lambda t: symdiff.grad(special, argnums=(0, 1)), XS, YS
+    ),
+    vec_jit_special_functions_nan=_vec(lambda t: symdiff.jit(special), XS_NAN, YS_NAN),
     vec_grad_parameter_names=_vec(
         lambda t: symdiff.grad(names, argnums=(0, 1, 2, 3)), XS, YS, POS, 2.0
     ),

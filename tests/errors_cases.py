@@ -236,12 +236,12 @@ def keyword_only(x, *, scale):
 class Model:
     @staticmethod
     def energy(x):
-        return x * math.lgamma(x)
+        return x * math.frexp(x)[0]
 
 
 @symdiff.grad(target="python")
 def decorated(x):
-    return x * math.gamma(x)
+    return x * math.ldexp(x, 2)
 
 
 module_lambda = lambda x: {x, x * 2.0}

@@ -231,7 +231,13 @@ def total(x):
 
 
 def rounded(x, y):
-    return np.floor(x) + np.ceil(y), np.sign(x), np.maximum(x, y), np.fmin(x, y)
+    return (
+        np.floor(x) + np.ceil(y),
+        np.sign(x),
+        np.maximum(x, y),
+        np.fmin(x, y),
+        np.logaddexp(x, y),
+    )
 
 
 def test_numpy_helpers_keep_numpys_special_values():

@@ -71,6 +71,10 @@ SPECS = {
     "erfc": [(-3, 3)],
     "atan2": [(-3, 3), (0.2, 3)],
     "hypot": [(-3, 3), (0.2, 3)],
+    # negative arguments too: the digamma's reflection branch
+    "lgamma": [(-3.9, 9)],
+    "gamma": [(-2.9, 5)],
+    "logaddexp": [(-3, 3), (-3, 3)],
     "sigmoid": [(-3, 3)],
     "softplus": [(-3, 3)],
     "lt": None,

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from symdiff.backend import warm
+from symdiff.ir.ops import OPS
 
 #: Options for every CPU kernel.
 NJIT_OPTIONS: dict[str, Any] = {
@@ -240,6 +241,9 @@ IEEE_MATH = types.SimpleNamespace(
     ceil=math.ceil,
     erf=_ieee(np.vectorize(math.erf, otypes=[float])),
     erfc=_ieee(np.vectorize(math.erfc, otypes=[float])),
+    # C's lgamma/tgamma answers (inf at the poles, NaN below them) where Python raises
+    lgamma=_ieee(np.vectorize(OPS["lgamma"].impl, otypes=[float])),
+    gamma=_ieee(np.vectorize(OPS["gamma"].impl, otypes=[float])),
     **{
         name: _ieee(getattr(np, np_name))
         for name, np_name in {

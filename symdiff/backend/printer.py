@@ -69,6 +69,9 @@ TEMPLATES: dict[str, tuple[str, int, int, int]] = {
     "erfc":     ("math.erfc({0})",     P_ATOM,  0,        0),
     "atan2":    ("math.atan2({0}, {1})", P_ATOM, 0,       0),
     "hypot":    ("math.hypot({0}, {1})", P_ATOM, 0,       0),
+    "lgamma":   ("math.lgamma({0})",   P_ATOM,  0,        0),
+    "gamma":    ("math.gamma({0})",    P_ATOM,  0,        0),
+    "logaddexp": ("np.logaddexp({0}, {1})", P_ATOM, 0,    0),
     "sigmoid":  ("1.0 / (1.0 + math.exp(-{0}))", P_MUL, P_UNARY + 1, 0),
     "softplus": ("max({0}, 0.0) + math.log1p(math.exp(-abs({0})))", P_ADD, 0, 0),
     "lt":       ("{0} < {1}",          P_CMP,   P_CMP + 1, P_CMP + 1),
@@ -110,6 +113,13 @@ CUDA_HELPERS: dict[str, tuple[str, str]] = {
     "minimum": ("a, b", "return a if a != a or a <= b else b"),
     "fmax": ("a, b", "return a if b != b or a >= b else b"),
     "fmin": ("a, b", "return a if b != b or a <= b else b"),
+    # NaN: the operands' NaN as NumPy passes it on; a == b also catches two
+    # equal infinities (their difference is NaN)
+    "logaddexp": (
+        "a, b",
+        "return a - b if a != a or b != b else (a + 0.6931471805599453 if a == b "
+        "else max(a, b) + math.log1p(math.exp(-abs(a - b))))",
+    ),
 }
 
 

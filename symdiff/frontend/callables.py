@@ -15,8 +15,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from symdiff.custom import stop_gradient
-from symdiff.ir.build import ONE, apply, div, mul, pow_, to_float
+from symdiff.ir.build import (
+    ONE,
+    ZERO,
+    add,
+    apply,
+    div,
+    logical_and,
+    mul,
+    neg,
+    pow_,
+    select,
+    sub,
+    to_float,
+)
 from symdiff.ir.node import Node, constant
+from symdiff.ir.special import digamma
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,8 @@ _UNARY_OPS = {
     "ceil": ("ceil",),
     "sign": ("sign",),
     "abs": ("fabs", "absolute", "abs"),
+    "lgamma": ("lgamma",),
+    "gamma": ("gamma",),
 }
 
 _BINARY_OPS = {
@@ -82,6 +98,7 @@ _BINARY_OPS = {
     "minimum": ("minimum",),
     "fmax": ("fmax",),
     "fmin": ("fmin",),
+    "logaddexp": ("logaddexp",),
 }
 
 
@@ -89,6 +106,19 @@ def _log_base(x: Node, base: Node | None = None) -> Node:
     if base is None:
         return apply("log", x)
     return div(apply("log", x), apply("log", base))
+
+
+def _x_times(x: Node, log_y: Node) -> Node:
+    """``x * log(y)``, 0 where ``x == 0`` also when ``log(y)`` is ``-inf``, as
+    ``scipy.special.xlogy`` defines it; the slope in ``x`` is ``log(y)``."""
+    pole = logical_and(apply("eq", x, ZERO), apply("eq", log_y, constant(-math.inf)))
+    return mul(x, select(pole, ZERO, log_y))
+
+
+def _logaddexp2(a: Node, b: Node) -> Node:
+    """``log2(2**a + 2**b)`` as ``logaddexp(a ln 2, b ln 2) / ln 2``."""
+    ln2 = constant(math.log(2.0))
+    return div(apply("logaddexp", mul(a, ln2), mul(b, ln2)), ln2)
 
 
 def _table() -> dict[int, Builtin]:
@@ -119,6 +149,7 @@ def _table() -> dict[int, Builtin]:
         return pow_(constant(2.0), x)
 
     add(np.exp2, Builtin("numpy.exp2", 1, 1, exp2))
+    add(np.logaddexp2, Builtin("numpy.logaddexp2", 2, 2, _logaddexp2))
     add(getattr(math, "exp2", None), Builtin("math.exp2", 1, 1, exp2))
     rad = constant(math.pi / 180.0)
     deg = constant(180.0 / math.pi)
@@ -159,6 +190,28 @@ def lookup(obj: object) -> Builtin | None:
     return entry
 
 
+#: ``scipy.special`` functions: name -> (arity, builder).
+_SCIPY_SPECIAL: dict[str, tuple[int, Callable[..., Node]]] = {
+    "erf": (1, _op("erf")),
+    "erfc": (1, _op("erfc")),
+    "expit": (1, lambda x: div(ONE, add(ONE, apply("exp", neg(x))))),
+    "log_expit": (1, lambda x: neg(apply("softplus", neg(x)))),
+    "logit": (1, lambda x: apply("log", div(x, sub(ONE, x)))),
+    "gammaln": (1, _op("lgamma")),
+    "gamma": (1, _op("gamma")),
+    "digamma": (1, digamma),
+    "psi": (1, digamma),
+    "betaln": (
+        2,
+        lambda a, b: sub(
+            add(apply("lgamma", a), apply("lgamma", b)), apply("lgamma", add(a, b))
+        ),
+    ),
+    "xlogy": (2, lambda x, y: _x_times(x, apply("log", y))),
+    "xlog1py": (2, lambda x, y: _x_times(x, apply("log1p", y))),
+}
+
+
 def _scipy_special(obj: object) -> Builtin | None:
     # scipy is optional: only consulted when the user's code already imported it.
     import sys
@@ -166,13 +219,7 @@ def _scipy_special(obj: object) -> Builtin | None:
     module = sys.modules.get("scipy.special")
     if module is None:
         return None
-    for name in ("erf", "erfc", "expit"):
+    for name, (arity, build) in _SCIPY_SPECIAL.items():
         if getattr(module, name, None) is obj:
-            if name == "expit":
-                return Builtin("scipy.special.expit", 1, 1, _expit)
-            return Builtin(f"scipy.special.{name}", 1, 1, _op(name))
+            return Builtin(f"scipy.special.{name}", arity, arity, build)
     return None
-
-
-def _expit(x: Node) -> Node:
-    return div(ONE, apply("add", ONE, apply("exp", apply("neg", x))))

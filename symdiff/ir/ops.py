@@ -97,6 +97,28 @@ def _erfc(a: Any) -> float:
     return math.erfc(a) if not math.isnan(a) else math.nan
 
 
+def _lgamma(a: Any) -> float:
+    """``math.lgamma`` with C's IEEE answers where Python raises: ``inf`` at the
+    poles (0, -1, -2, ...) and on overflow."""
+    try:
+        return math.lgamma(a)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+def _gamma(a: Any) -> float:
+    """``math.gamma`` with C's ``tgamma`` answers where Python raises: ``±inf``
+    at ``±0``, NaN at the negative integers and ``-inf``, ``inf`` on overflow."""
+    try:
+        return math.gamma(a)
+    except (ValueError, OverflowError):
+        if a == 0:
+            return math.copysign(math.inf, a)
+        if a < 0:
+            return math.nan
+        return math.inf
+
+
 def _select(c: Any, a: Any, b: Any) -> Any:
     return a if c else b
 
@@ -168,6 +190,9 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("erfc",     1, TRANSCENDENTAL, FLOAT,     _erfc),
     ("atan2",    2, TRANSCENDENTAL, FLOAT,     lambda a, b: np.arctan2(_F(a), _F(b))),
     ("hypot",    2, TRANSCENDENTAL, FLOAT,     lambda a, b: np.hypot(_F(a), _F(b))),
+    ("lgamma",   1, TRANSCENDENTAL, FLOAT,     _lgamma),
+    ("gamma",    1, TRANSCENDENTAL, FLOAT,     _gamma),
+    ("logaddexp", 2, TRANSCENDENTAL, FLOAT,    lambda a, b: np.logaddexp(_F(a), _F(b))),
     # Recognised from the user's spelling (ir/build.py), printed in stable forms.
     ("sigmoid",  1, TRANSCENDENTAL, FLOAT,     _sigmoid),
     ("softplus", 1, TRANSCENDENTAL, FLOAT,     _softplus),
@@ -211,6 +236,7 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
 COSTS: dict[str, tuple[int, int]] = {
     "sigmoid": (3, 1),  # 1 / (1 + exp(-x))
     "softplus": (4, 2),  # max(x, 0) + log1p(exp(-abs(x)))
+    "logaddexp": (4, 2),  # max(a, b) + log1p(exp(-abs(a - b)))
 }
 
 #: Ops whose printed form uses an operand more than once: the scheduler gives

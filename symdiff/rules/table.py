@@ -32,6 +32,7 @@ from symdiff.ir.build import (
     sub,
 )
 from symdiff.ir.node import Node, constant
+from symdiff.ir.special import digamma
 
 Partial = Node | None
 Rule = Callable[..., tuple[Partial, ...]]
@@ -143,6 +144,11 @@ PARTIALS: dict[str, Rule] = {
     "erfc":     lambda a, out: (neg(_erf_partial(a)),),
     "atan2":    _atan2_partials,
     "hypot":    _hypot_partials,
+    "lgamma":   lambda a, out: (digamma(a),),
+    "gamma":    lambda a, out: (mul(out, digamma(a)),),
+    # d/da log(e^a + e^b) = e^(a - out): at most 1, no overflow
+    "logaddexp": lambda a, b, out: (apply("exp", sub(a, out)),
+                                    apply("exp", sub(b, out))),
     # s' = s(x) s(-x): finite where exp(-x) overflows, and unlike s (1 - s) no
     # cancellation for large x (seed 001 section 14)
     "sigmoid":  lambda a, out: (mul(out, apply("sigmoid", neg(a))),),

@@ -1,0 +1,66 @@
+"""Special functions built from other ops: the digamma function.
+
+``lgamma' = digamma`` and ``gamma' = gamma * digamma``, but neither ``math`` nor
+Numba (CPU or CUDA) has a digamma.  It is built here from ops every target prints:
+the recurrence ``psi(z) = psi(z + 8) - sum(1 / (z + k), k < 8)`` moves the argument
+to ``y >= 8.5``, where the asymptotic series
+
+    psi(y) = log(y) - 1/(2y) - 1/(12y^2) + 1/(120y^4) - ... - 1/(12y^14)
+
+is accurate to about 1e-16 (its next term is below 6e-16 there); arguments below
+0.5 go through the reflection ``psi(x) = psi(1 - x) - pi / tan(pi x)``, with
+``tan``'s argument reduced exactly to ``x``'s distance to its nearest integer
+(``tan`` has period ``pi``).
+
+Being ordinary IR, it has derivatives of every order: the Hessian of ``lgamma``
+(the trigamma function) is the derivative of this series, accurate to the same
+order.
+"""
+
+from __future__ import annotations
+
+import math
+
+from symdiff.ir.build import ONE, add, apply, div, mul, select, sub
+from symdiff.ir.node import Node, constant
+
+#: The recurrence's shift: the series is used at ``y >= SHIFT + 0.5``.
+SHIFT = 8
+
+#: The series' coefficients ``B_2n / (2n)`` of ``y^-2n``, n = 1..7, innermost last.
+_SERIES = (
+    1.0 / 12.0,
+    -1.0 / 120.0,
+    1.0 / 252.0,
+    -1.0 / 240.0,
+    1.0 / 132.0,
+    -691.0 / 32760.0,
+    1.0 / 12.0,
+)
+
+
+def _psi_large(z: Node) -> Node:
+    """``psi(z)`` for ``z >= 0.5``: the recurrence to ``z + SHIFT``, then the series."""
+    shifted = constant(0.0)
+    for k in range(SHIFT):
+        shifted = add(shifted, div(ONE, add(z, constant(float(k))) if k else z))
+    y = add(z, constant(float(SHIFT)))
+    w = div(ONE, mul(y, y))
+    series = constant(_SERIES[-1])
+    for coefficient in reversed(_SERIES[:-1]):
+        series = add(constant(coefficient), mul(w, series))
+    series = mul(w, series)
+    return sub(sub(apply("log", y), add(div(constant(0.5), y), series)), shifted)
+
+
+def digamma(x: Node) -> Node:
+    """The digamma function ``psi(x) = d/dx log|Gamma(x)|`` as IR (element-wise)."""
+    reflect = apply("lt", x, constant(0.5))
+    z = select(reflect, sub(ONE, x), x)
+    psi = _psi_large(z)
+    # x's distance to its nearest integer, exactly (both subtractions are exact):
+    # pi * r is then accurate also next to a pole, where tan is small
+    fraction = sub(x, apply("floor", x))
+    r = sub(fraction, select(apply("gt", fraction, constant(0.5)), ONE, constant(0.0)))
+    cot = div(constant(math.pi), apply("tan", mul(constant(math.pi), r)))
+    return select(reflect, sub(psi, cot), psi)

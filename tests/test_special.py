@@ -1,0 +1,322 @@
+"""Special functions: ``math.lgamma``/``math.gamma``, ``np.logaddexp``/``logaddexp2``
+and the ``scipy.special`` functions built on them (``gammaln``, ``digamma``,
+``betaln``, ``xlogy``, ...).
+
+The digamma (``lgamma``'s derivative) is built from other ops (ir/special.py): its
+values are checked against SciPy over a wide range, its derivative (the trigamma,
+what a Hessian of ``lgamma`` needs) against ``scipy.special.polygamma``; the
+likelihoods users write against JAX.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import numpy as np
+import pytest
+from scipy import special
+
+import symdiff
+from symdiff.ir.node import constant
+from symdiff.ir.special import digamma
+
+jax.config.update("jax_enable_x64", True)
+
+
+# -- the functions under test, as users write them --------------------------------------
+def poisson_loglik(log_rate, counts):
+    rate = np.exp(log_rate)
+    return np.sum(counts * log_rate - rate - special.gammaln(counts + 1.0))
+
+
+def negative_binomial(r, p, k):
+    return (
+        math.lgamma(k + r)
+        - math.lgamma(r)
+        - math.lgamma(k + 1)
+        + r * math.log(p)
+        + k * math.log1p(-p)
+    )
+
+
+def student_t(x, mu, log_sigma, nu):
+    sigma = np.exp(log_sigma)
+    z = (x - mu) / sigma
+    n = x.shape[0]
+    norm = math.lgamma((nu + 1.0) / 2.0) - math.lgamma(nu / 2.0)
+    norm = norm - 0.5 * math.log(nu * math.pi) - log_sigma
+    return n * norm - (nu + 1.0) / 2.0 * np.sum(np.log1p(z * z / nu))
+
+
+def dirichlet_logpdf(alpha, x):
+    return (
+        special.gammaln(np.sum(alpha))
+        - np.sum(special.gammaln(alpha))
+        + np.sum((alpha - 1.0) * np.log(x))
+    )
+
+
+def beta_nll(a, b, x):
+    return np.sum(
+        -(a - 1.0) * np.log(x) - (b - 1.0) * np.log1p(-x) + special.betaln(a, b)
+    )
+
+
+def mixture(x, m1, m2):
+    # a two-component mixture's log density, as logaddexp
+    l1 = -0.5 * (x - m1) ** 2 + math.log(0.3)
+    l2 = -0.5 * (x - m2) ** 2 + math.log(0.7)
+    return np.sum(np.logaddexp(l1, l2))
+
+
+def in_bits(x, y):
+    return np.sum(np.logaddexp2(x, y * y))
+
+
+def entropy_terms(p, q):
+    return np.sum(special.xlogy(p, q) - special.xlog1py(p, -q))
+
+
+def gamma_scalar(x):
+    return math.gamma(x) * math.sin(x) + special.digamma(x) * x
+
+
+def loggamma_only(x):
+    return math.lgamma(x)
+
+
+def digamma_array(x):
+    return special.psi(x)
+
+
+def gamma_array(x):
+    return special.gamma(x)
+
+
+def logistic_pieces(x):
+    return np.sum(special.log_expit(x) + special.logit(special.expit(x)))
+
+
+# -- the digamma ------------------------------------------------------------------------
+WIDE = np.concatenate(
+    [
+        np.geomspace(1e-8, 1e12, 60),
+        -np.geomspace(1e-6, 1e4, 40) + 0.37,  # negative, off the poles
+        np.linspace(-6.9, 6.9, 97),
+        [0.5, 1.0, 1.4616321449683622, 2.0, 8.5, 8.49999],
+    ]
+)
+
+
+def test_digamma_matches_scipy_over_a_wide_range():
+    for x in WIDE:
+        got = digamma(constant(float(x))).value  # constant-folded through the IR
+        want = special.digamma(x)
+        assert got == pytest.approx(want, rel=2e-14, abs=2e-15 * max(1.0, abs(x))), x
+
+
+def test_digamma_kernel_matches_scipy():
+    got = symdiff.jit(digamma_array)(WIDE)
+    np.testing.assert_allclose(got, special.digamma(WIDE), rtol=2e-14, atol=1e-14)
+
+
+def test_trigamma_is_lgammas_second_derivative():
+    xs = np.concatenate([np.geomspace(1e-3, 1e6, 30), np.linspace(-4.7, 4.9, 23)])
+    hess = symdiff.hessian(loggamma_only)
+    for x in xs:
+        assert hess(float(x)) == pytest.approx(special.polygamma(1, x), rel=1e-12), x
+
+
+def test_lgamma_and_gamma_keep_ieee_values_at_their_poles():
+    # Python's math raises there; the kernels answer as C's lgamma and tgamma
+    for target in ("cpu", "python"):
+        value_and_grad = symdiff.value_and_grad(loggamma_only, target=target)
+        assert value_and_grad(0.0)[0] == math.inf
+        assert value_and_grad(-2.0)[0] == math.inf
+        assert symdiff.jit(gamma_array, target=target)(-3.0) != symdiff.jit(
+            gamma_array, target=target
+        )(-3.0)  # NaN
+    got = symdiff.jit(gamma_array)(np.array([-0.0, 0.0, 200.0, 4.0]))
+    np.testing.assert_array_equal(got, [-math.inf, math.inf, math.inf, 6.0])
+
+
+# -- users' functions against JAX ---------------------------------------------------------
+RNG = np.random.default_rng(5)
+
+
+def _jax_poisson(log_rate, counts):
+    return jnp.sum(counts * log_rate - jnp.exp(log_rate) - jsp.gammaln(counts + 1.0))
+
+
+def test_poisson_loglik_gradient():
+    log_rate = RNG.normal(size=7)
+    counts = RNG.poisson(3.0, size=7).astype(float)
+    got = symdiff.grad(poisson_loglik, argnums=(0, 1))(log_rate, counts)
+    want = jax.grad(_jax_poisson, argnums=(0, 1))(log_rate, counts)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def _jax_negbin(r, p, k):
+    return (
+        jsp.gammaln(k + r)
+        - jsp.gammaln(r)
+        - jsp.gammaln(k + 1.0)
+        + r * jnp.log(p)
+        + k * jnp.log1p(-p)
+    )
+
+
+@pytest.mark.parametrize("point", [(2.5, 0.3, 4.0), (0.4, 0.8, 0.0), (17.0, 0.05, 9.0)])
+def test_negative_binomial_gradient_and_hessian(point):
+    argnums = (0, 1, 2)
+    got = symdiff.grad(negative_binomial, argnums=argnums)(*point)
+    want = jax.grad(_jax_negbin, argnums=argnums)(*point)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    got_h = np.array(symdiff.hessian(negative_binomial, argnums=argnums)(*point))
+    want_h = np.array(jax.hessian(_jax_negbin, argnums=argnums)(*point))
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-11, atol=1e-13)
+
+
+def _jax_student_t(x, mu, log_sigma, nu):
+    sigma = jnp.exp(log_sigma)
+    z = (x - mu) / sigma
+    norm = jsp.gammaln((nu + 1.0) / 2.0) - jsp.gammaln(nu / 2.0)
+    norm = norm - 0.5 * jnp.log(nu * jnp.pi) - log_sigma
+    return x.shape[0] * norm - (nu + 1.0) / 2.0 * jnp.sum(jnp.log1p(z * z / nu))
+
+
+def test_student_t_gradient_in_every_parameter():
+    x = RNG.standard_t(4.0, size=9)
+    args = (x, 0.2, -0.3, 3.5)
+    argnums = (0, 1, 2, 3)
+    got = symdiff.grad(student_t, argnums=argnums)(*args)
+    want = jax.grad(_jax_student_t, argnums=argnums)(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def _jax_dirichlet(alpha, x):
+    return (
+        jsp.gammaln(jnp.sum(alpha))
+        - jnp.sum(jsp.gammaln(alpha))
+        + jnp.sum((alpha - 1.0) * jnp.log(x))
+    )
+
+
+def test_dirichlet_gradient_and_hessian():
+    alpha = np.array([0.7, 2.0, 5.5, 0.05])
+    x = RNG.dirichlet(np.ones(4))
+    got = symdiff.grad(dirichlet_logpdf)(alpha, x)
+    np.testing.assert_allclose(got, jax.grad(_jax_dirichlet)(alpha, x), rtol=1e-12)
+    got_h = symdiff.hessian(dirichlet_logpdf)(alpha, x)
+    want_h = jax.hessian(_jax_dirichlet)(alpha, x)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-11)
+
+
+def test_beta_negative_log_likelihood():
+    x = RNG.uniform(0.05, 0.95, 6)
+    got = symdiff.grad(beta_nll, argnums=(0, 1))(2.0, 3.5, x)
+    want = jax.grad(
+        lambda a, b: jnp.sum(
+            -(a - 1.0) * jnp.log(x) - (b - 1.0) * jnp.log1p(-x) + jsp.betaln(a, b)
+        ),
+        argnums=(0, 1),
+    )(2.0, 3.5)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_logaddexp_mixture_gradient_and_jvp():
+    x = RNG.normal(size=8) * 3.0
+    got = symdiff.grad(mixture, argnums=(0, 1, 2))(x, -1.0, 2.0)
+
+    def jax_mixture(x, m1, m2):
+        l1 = -0.5 * (x - m1) ** 2 + jnp.log(0.3)
+        l2 = -0.5 * (x - m2) ** 2 + jnp.log(0.7)
+        return jnp.sum(jnp.logaddexp(l1, l2))
+
+    want = jax.grad(jax_mixture, argnums=(0, 1, 2))(x, -1.0, 2.0)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    tangent = RNG.normal(size=8)
+    value, slope = symdiff.jvp(mixture, (x, -1.0, 2.0), (tangent, 0.5, -0.25))
+    jv, js = jax.jvp(jax_mixture, (x, -1.0, 2.0), (tangent, 0.5, -0.25))
+    assert value == pytest.approx(float(jv), rel=1e-13)
+    assert slope == pytest.approx(float(js), rel=1e-12)
+
+
+def test_logaddexp_values_match_numpy_at_extremes():
+    x = np.array([-1000.0, 1000.0, 0.0, -math.inf, math.inf, 3.0, math.nan, -math.inf])
+    y = np.array([-1000.0, 999.0, 0.0, -math.inf, math.inf, -math.inf, 1.0, 2.0])
+    got = symdiff.jit(in_bits)(x[:1], y[:1])  # compiles; values below
+    assert got == pytest.approx(np.sum(np.logaddexp2(x[:1], y[:1] ** 2)))
+    for target in ("cpu", "python"):
+        both = symdiff.jit(_logaddexp_pair, target=target)(x, y)
+        np.testing.assert_array_equal(both, np.logaddexp(x, y))
+    # the derivative stays finite where exp would overflow
+    g = symdiff.grad(mixture, argnums=0)(np.array([40.0, -40.0]), -30.0, 35.0)
+    assert np.all(np.isfinite(g))
+
+
+def _logaddexp_pair(x, y):
+    return np.logaddexp(x, y)
+
+
+def test_logaddexp2_gradient():
+    x = RNG.normal(size=5)
+    y = RNG.normal(size=5)
+    got = symdiff.grad(in_bits, argnums=(0, 1))(x, y)
+    want = jax.grad(lambda x, y: jnp.sum(jnp.logaddexp2(x, y * y)), argnums=(0, 1))(
+        x, y
+    )
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def test_xlogy_is_zero_at_zero_and_differentiable():
+    p = np.array([0.0, 0.2, 0.5, 0.0])
+    q = np.array([0.0, 0.3, 0.9, 0.4])
+    value, (gp, gq) = symdiff.value_and_grad(entropy_terms, argnums=(0, 1))(p, q)
+    want = np.sum(special.xlogy(p, q) - special.xlog1py(p, -q))
+    assert value == pytest.approx(want, rel=1e-14)
+    # d/dp: log(q) - log1p(-q), also at p == 0 where q > 0; 0 at the pole q == 0
+    expected_p = np.where(
+        (p == 0) & (q == 0),
+        -np.log1p(-q),
+        np.log(np.where(q > 0, q, 1.0)) - np.log1p(-q),
+    )
+    np.testing.assert_allclose(gp, expected_p, rtol=1e-13)
+    np.testing.assert_allclose(gq[1:3], p[1:3] / q[1:3] + p[1:3] / (1 - q[1:3]))
+
+
+def test_gamma_and_digamma_of_a_number():
+    for x in (0.3, 1.7, 4.2, -1.3, -2.6):
+        got = symdiff.grad(gamma_scalar)(x)
+        g, psi = special.gamma(x), special.digamma(x)
+        want = (
+            g * psi * math.sin(x) + g * math.cos(x) + special.polygamma(1, x) * x + psi
+        )
+        assert got == pytest.approx(want, rel=1e-12), x
+
+
+def test_log_expit_and_logit():
+    x = np.array([-30.0, -1.0, 0.0, 2.5, 8.0])  # logit(expit(30)) cancels
+    got = symdiff.grad(logistic_pieces)(x)
+    want = jax.grad(
+        lambda x: jnp.sum(jax.nn.log_sigmoid(x) + jsp.logit(jax.nn.sigmoid(x)))
+    )(x)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_gradient_source_is_deterministic_and_reads_as_a_series():
+    grad = symdiff.grad(loggamma_only)
+    grad(2.5)
+    source = grad.source
+    assert "math.lgamma" not in source  # the gradient needs only the digamma
+    assert "math.log(" in source and "math.tan(" in source  # series, reflection
+    again = symdiff.grad(loggamma_only)
+    again(2.5)
+    assert again.source == source
