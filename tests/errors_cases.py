@@ -102,7 +102,7 @@ def assigns_attribute(x):
 
 # -- names and calls ------------------------------------------------------------------
 def calls_unknown_math(x):
-    return math.gamma(x) * 2.0
+    return math.factorial(x) * 2.0
 
 
 def calls_unknown_numpy(x):

@@ -350,7 +350,7 @@ def test_attribute_assignment_message_reads_as_english():
 @pytest.mark.parametrize(
     ("fun", "snippet", "name"),
     [
-        (cases.calls_unknown_math, "return math.gamma(x) * 2.0", "math.gamma"),
+        (cases.calls_unknown_math, "return math.factorial(x) * 2.0", "math.factorial"),
         (cases.calls_unknown_numpy, "return np.cbrt(x) + x", "np.cbrt"),
     ],
 )
