@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from symdiff.ad.loops import loop_jvp
 from symdiff.errors import TranslationError
+from symdiff.ir.arrays import unbroadcast
 from symdiff.ir.build import ZERO, add, broadcast_to, mul
 from symdiff.ir.node import Node, topological
 from symdiff.rules import partials
@@ -49,6 +50,10 @@ def jvp_graph(
                 if arg_dot is None or partial is None:
                     continue
                 term = mul(partial, arg_dot)
+                if node.op == "custom" and term.shape != node.shape:
+                    # a user rule's partial for an array input of a number-valued
+                    # function: the directional derivative sums over its elements
+                    term = unbroadcast(term, node.shape)
                 total = term if total is None else add(total, term)
         if total is not None:
             # a tangent has its value's shape (an operand may have been broadcast)

@@ -402,18 +402,15 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         if pair is self.poison:
             return pair
         if not (
-            isinstance(pair, tuple)
-            and len(pair) == 2
-            and isinstance(pair[0], Node)
-            and not pair[0].shape  # an array output: its rules would be misread
+            isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Node)
         ):
             return self.error(
                 call,
                 f"the fwd rule of `{name}` must return "
-                "`(output, residuals)` with one number as output",
+                "`(output, residuals)` with a number or an array as output",
             )
         out, residuals = pair
-        g = L.var("g")
+        g = L.var("g", out.shape)
         cts = self.inline(call, custom.bwd, [residuals, g], {})  # type: ignore[arg-type]
         if cts is self.poison:
             return cts
@@ -442,6 +439,39 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
                     "something that is not a number or None",
                 )
         nodes = [v for v in inputs if isinstance(v, Node)]
+        for value, ct in zip(inputs, rules, strict=True):
+            if ct is not None and ct.shape != value.shape:
+                # NumPy's broadcasting would hide a cotangent of the wrong shape
+                shape, want = (
+                    f"shape {S.format_shape(v.shape)}" if v.shape else "a number"
+                    for v in (ct, value)
+                )
+                return self.error(
+                    call,
+                    f"the bwd rule of `{name}` returns a cotangent of {shape} for "
+                    f"an input of {want}",
+                    "return one cotangent per input, shaped as that input",
+                )
+        if out.shape:
+            # an array output: the rule is a vector-Jacobian product, evaluated
+            # at the adjoint in reverse mode; it has no partials to multiply
+            # tangents by
+            why = self.diagnostic(
+                call,
+                f"`{name}` returns an array, so its custom_vjp rule has no "
+                "forward-mode derivative (jvp, a forward Jacobian, the outer pass "
+                "of hessian)",
+                "differentiate it in reverse mode (grad, value_and_grad, vjp, "
+                "jacobian(..., mode='reverse'))",
+            )
+            rule = CustomRule(g, tuple(rules), name, why)
+            return make(
+                "custom",
+                (*nodes, out),
+                ((None,) * len(rules), rule),
+                shape=out.shape,
+                dtype=out.dtype,
+            )
         if _linear_in(g, [r for r in rules if r is not None]):
             partials = tuple(
                 None if r is None else L.substitute([r], {g: B.ONE}, fold=True)[0]
