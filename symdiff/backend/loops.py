@@ -30,6 +30,8 @@ from typing import Any
 
 from symdiff.backend.cuda_program import DeviceProgram
 from symdiff.backend.printer import P_ATOM, Printer
+from symdiff.errors import ArgumentError
+from symdiff.ir import linalg as LA
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
 from symdiff.ir.node import Node, topological
@@ -52,6 +54,11 @@ ARRAY_KINDS: dict[str, str] = {
     "concat": "statement",
     "pack": "statement",
     "dot": "statement",
+    "solve": "statement",
+    "inv": "statement",
+    "det": "statement",
+    "slogdet": "statement",
+    "cholesky": "statement",
     "take": "view",
     "index_update": "update",
     "loop": "loop",
@@ -62,6 +69,10 @@ ARRAY_KINDS: dict[str, str] = {
     "amin": "reduce",
 }
 VIEWS = frozenset(op for op, k in ARRAY_KINDS.items() if k == "view")
+#: Ops printed as one call of a NumPy function that takes a matrix of any layout
+#: (``np.dot``: BLAS; ``np.linalg``: Numba copies the operands for LAPACK), so a
+#: transposed matrix is passed as a ``.T`` view, not copied first.
+_ANY_LAYOUT = frozenset({"dot", *LA.FUNCTIONS})
 _LOOP_VARS = ("i", "j", "k", "l")
 
 _DTYPE_ARG = {"float64": "", "int64": ", np.int64", "bool": ", np.bool_"}
@@ -70,6 +81,17 @@ _DTYPE_ARG = {"float64": "", "int64": ", np.int64", "bool": ", np.bool_"}
 def has_arrays(nodes: Sequence[Node]) -> bool:
     """Whether a graph needs this generator (arrays or loops)."""
     return any(n.shape or n.op == "loop" for n in nodes)
+
+
+def _refuse_on_device(nodes: Sequence[Node]) -> None:
+    """``np.linalg`` calls have no CUDA kernel (numba-cuda compiles no LAPACK)."""
+    for n in nodes:
+        if n.op in LA.FUNCTIONS:
+            raise ArgumentError(
+                f"cannot run on CUDA: {LA.FUNCTIONS[n.op]} has no CUDA kernel "
+                "(numba-cuda compiles no LAPACK call). Use target='cpu' or "
+                "'parallel'"
+            )
 
 
 def _squeeze_only(node: Node) -> bool:
@@ -155,7 +177,10 @@ class ArrayKernel:
             for a in n.args:
                 self.consumers.setdefault(a, []).append(n)
         self.kinds = {n: kind(n) for n in self.order}
-        self._needs_arrays(device or (parent is not None and parent.device is not None))
+        on_device = device or (parent is not None and parent.device is not None)
+        if on_device:
+            _refuse_on_device(self.order)
+        self._needs_arrays(on_device)
         self.into: dict[Node, Node] = {}
         self._scatter_sums()
         self.names: dict[Node, str] = {}
@@ -209,7 +234,7 @@ class ArrayKernel:
             if k == "statement" and n.op != "pack":
                 for a in n.args:
                     transposed = a.op == "transpose" and len(a.shape) == 2
-                    if n.op == "dot" and transposed and not device:
+                    if n.op in _ANY_LAYOUT and transposed and not device:
                         if self.kinds.get(a.args[0], "leaf") != "view":
                             continue  # printed as a `.T` view
                     wants.append(a)
@@ -1009,6 +1034,11 @@ class ArrayKernel:
         if n.op == "dot":
             a, b = (self._array_text(x) for x in n.args)
             text = f"np.dot({a}, {b})"
+        elif n.op in LA.FUNCTIONS:
+            operands = ", ".join(self._array_text(x) for x in n.args)
+            text = f"{LA.FUNCTIONS[n.op]}({operands})"
+            if n.op == "slogdet":
+                text += f"[{n.attrs[0]}]"  # (sign, logabsdet)
         elif n.op == "concat":
             parts = ", ".join(self._array_text(x) for x in n.args)
             text = f"np.concatenate(({parts},), axis={n.attrs[0]})"

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from symdiff.frontend import linalg
 from symdiff.frontend.values import Static, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
@@ -979,6 +980,7 @@ FUNCTIONS: dict[int, tuple[str, Builder]] = {
     if hasattr(np, name)
 }
 FUNCTIONS[id(np.linalg.norm)] = ("np.linalg.norm", _norm)
+FUNCTIONS.update(linalg.FUNCTIONS)  # solve, inv, det, slogdet, cholesky
 FUNCTIONS[id(builtins.sum)] = ("sum", _builtin_sum)
 
 
@@ -1348,9 +1350,11 @@ def _position(item: Node, n: Length, axis: int) -> Length:
     if isinstance(i, int) and i < 0:
         S.require_less(-1, S.add(n, i), what)  # checked when the kernel runs
         return S.add(n, i)
-    if not isinstance(i, int) and any(a[0] == "value" for m, _ in i.terms for a in m):
-        # from an integer argument (``x[j]``, ``x[-k]``): negative counts from the
-        # end, as in NumPy
+    if not isinstance(i, int) and any(
+        a[0] == "value" or c < 0 for m, c in i.terms if m for a in m
+    ):
+        # from an integer argument (``x[j]``, ``x[-k]``) or a shape subtracted
+        # (``x[-len(x)]``): negative counts from the end, as in NumPy
         S.require_less(-1, S.add(n, i), what)
         S.require_less(i, n, what)
         return S.mod(i, n)

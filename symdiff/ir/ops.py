@@ -29,7 +29,7 @@ SELECT = "select"
 CAST = "cast"
 PASS = "passthrough"  # the value of its last operand; only the derivative differs
 REDUCE = "reduce"  # sum/max/min/prod over axes
-LINALG = "linalg"  # matrix products
+LINALG = "linalg"  # matrix products, np.linalg
 LAYOUT = "layout"  # broadcast, transpose, reshape, indexing: moves elements around
 CONTROL = "control"  # loops (ir/loops.py): a body subgraph run a number of times
 
@@ -221,6 +221,12 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("amax",     1, REDUCE,         SAME,      None),   # (axes,)
     ("amin",     1, REDUCE,         SAME,      None),   # (axes,)
     ("dot",      2, LINALG,         PROMOTE,   None),   # 1-D/2-D matmul
+    # np.linalg of one square matrix (ir/linalg.py); slogdet's attrs: (result,)
+    ("solve",    2, LINALG,         FLOAT,     None),   # a^-1 b, b 1-D or 2-D
+    ("inv",      1, LINALG,         FLOAT,     None),
+    ("det",      1, LINALG,         FLOAT,     None),
+    ("slogdet",  1, LINALG,         FLOAT,     None),   # (0,): sign, (1,): log|det|
+    ("cholesky", 1, LINALG,         FLOAT,     None),   # lower factor
     # x[i, :] with run-time integer indices: (array, *indices), attrs (spec,)
     ("take",    -1, LAYOUT,         SAME,      None),
     # x with x[i, :] set to / increased by v: (array, v, *indices), (mode, spec)

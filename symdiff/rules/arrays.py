@@ -31,6 +31,7 @@ from symdiff.ir.build import (
     sub,
 )
 from symdiff.ir.node import Node
+from symdiff.rules import linalg
 
 Vjp = Callable[[Node, Node], tuple[Node | None, ...]]
 Jvp = Callable[[Node, Sequence[Node | None]], Node | None]
@@ -251,3 +252,5 @@ JVPS: dict[str, Jvp] = {
     "index_update": _jvp_index_update,
 }
 # fmt: on
+VJPS.update(linalg.VJPS)  # np.linalg: solve, inv, det, slogdet, cholesky
+JVPS.update(linalg.JVPS)
