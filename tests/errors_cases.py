@@ -71,8 +71,8 @@ def uses_lambda(x):
     return sq(x) + x
 
 
-def uses_list_comprehension(x):
-    terms = [x**k for k in range(3)]
+def uses_set_comprehension(x):
+    terms = {x**k for k in range(3)}
     return x + 1.0
 
 
@@ -83,7 +83,7 @@ def many_problems(x, y):
         if total > 10.0:
             return total + 1.0
     cube = lambda v: v * v * v
-    powers = [y**p for p in range(4)]
+    powers = {y**p for p in range(4)}
     return total * y
 
 

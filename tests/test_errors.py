@@ -257,16 +257,22 @@ def test_lambda_inside_function():
     )
 
 
-def test_list_comprehension():
-    err = translation_error(cases.uses_list_comprehension, 2.0)
+SET_HINT = (
+    "use a list comprehension `[... for ...]`: sets have no order to differentiate "
+    "along"
+)
+
+
+def test_set_comprehension():
+    err = translation_error(cases.uses_set_comprehension, 2.0)
     check_diagnostic(
         err,
-        single(err, "uses_list_comprehension"),
-        "a list comprehension is not supported",
-        "terms = [x**k for k in range(3)]",
-        "[x**k for k in range(3)]",
-        hint="write the elements out as a tuple",
-        width=len("[x**k for k in range(3)]"),
+        single(err, "uses_set_comprehension"),
+        "a set comprehension is not supported",
+        "terms = {x**k for k in range(3)}",
+        "{x**k for k in range(3)}",
+        hint=SET_HINT,
+        width=len("{x**k for k in range(3)}"),
     )
 
 
@@ -290,11 +296,11 @@ def test_all_problems_are_reported_together_in_source_order():
             len("lambda v: v * v * v"),
         ),
         (
-            "a list comprehension is not supported",
-            "powers = [y**p for p in range(4)]",
-            "[y**p for p in range(4)]",
-            "write the elements out as a tuple",
-            len("[y**p for p in range(4)]"),
+            "a set comprehension is not supported",
+            "powers = {y**p for p in range(4)}",
+            "{y**p for p in range(4)}",
+            SET_HINT,
+            len("{y**p for p in range(4)}"),
         ),
     ]
     for diag, (message, snippet, target, hint, width) in zip(

@@ -67,13 +67,15 @@ _OP_SYMBOLS = {
 # Expression kinds symdiff rejects, with what to write instead.
 UNSUPPORTED_EXPRESSIONS: dict[type, tuple[str, str]] = {
     ast.Lambda: ("a `lambda` inside the function", "define a helper with `def`"),
-    ast.ListComp: ("a list comprehension", "write the elements out as a tuple"),
-    ast.SetComp: ("a set comprehension", "write the elements out as a tuple"),
-    ast.DictComp: ("a dict comprehension", "pass the values as arguments"),
-    ast.GeneratorExp: (
-        "a generator expression",
-        "write the terms out (`a + b + c`), a loop, or NumPy on the array: "
-        "`np.sum(x * x)`",
+    ast.SetComp: (
+        "a set comprehension",
+        "use a list comprehension `[... for ...]`: sets have no order to "
+        "differentiate along",
+    ),
+    ast.DictComp: (
+        "a dict comprehension",
+        "use a list comprehension `[... for ...]` and index it, or pass the "
+        "values as arguments",
     ),
     ast.Dict: ("a dict", "pass the values as separate arguments"),
     ast.Set: ("a set", "use a tuple"),
@@ -163,6 +165,8 @@ class ExpressionLowering:
     in_fwd: set[int]
     assign: Callable[..., None]
     conditional: set[int]
+    generator_args: set[int]
+    iterable_call: Callable[..., Value | None]
 
     # -- the walk ---------------------------------------------------------------
     def expr(self, root: ast.expr, test: bool = False) -> Value:
@@ -211,6 +215,9 @@ class ExpressionLowering:
             tests.add(id(node.test))
             return [node.test, node.body, node.orelse]
         if isinstance(node, ast.Call):
+            for arg in node.args:
+                if isinstance(arg, ast.GeneratorExp):  # lowered by the call
+                    self.generator_args.add(id(arg))
             return [node.func, *node.args, *(k.value for k in node.keywords)]
         if isinstance(node, ast.Attribute):
             return [node.value]
@@ -598,6 +605,9 @@ class ExpressionLowering:
         if not isinstance(callee, Static):
             return self.error(node.func, f"`{name}` is not a function")
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
+        consumed = self.iterable_call(node, name, obj, args, kwargs)
+        if consumed is not None:  # sum(... for ...), max of a tuple
+            return consumed
         if isinstance(obj, BoundMethod):
             return self._build(
                 node, name, AR.METHODS[obj.name], [obj.array, *args], kwargs

@@ -49,6 +49,8 @@ class LoopContext:
 
     breaks: list[tuple[Node, dict[str, Value]]] = field(default_factory=list)
     continues: list[tuple[Node, dict[str, Value]]] = field(default_factory=list)
+    #: the iteration number of a loop node's body (None in an unrolled loop)
+    index: Node | None = None
 
 
 @dataclass
@@ -120,7 +122,16 @@ class LoopLowering:
 
     # -- for ------------------------------------------------------------------------
     def _stmt_For(self, stmt: ast.For) -> None:
-        source = self._source(stmt.iter)
+        self.for_loop(stmt, self._source(stmt.iter))
+
+    def for_loop(
+        self,
+        stmt: ast.For,
+        source: Source | None,
+        private: frozenset[str] = frozenset(),
+    ) -> None:
+        """``stmt`` over ``source``; ``private``: names only the loop sees (the
+        targets of a comprehension, ``comprehensions.py``), never its state."""
         if source is None:
             self._poison_loop(stmt)
             return
@@ -135,7 +146,7 @@ class LoopLowering:
         self._with_else(
             stmt,
             lambda flag: self._loop(
-                stmt, source.count, True, bind, None, _hint(target), flag
+                stmt, source.count, True, bind, None, _hint(target), flag, private
             ),
         )
 
@@ -273,19 +284,20 @@ class LoopLowering:
             value = B.select(hit, items[j], value)  # type: ignore[arg-type]
         self.assign(stmt.target, value)
 
-    def _source(self, it: ast.expr) -> Source | None:
-        """What ``for ... in it`` iterates over."""
+    def _source(self, it: ast.expr, unroll: int = UNROLL) -> Source | None:
+        """What ``for ... in it`` iterates over; constant ranges of at most
+        ``unroll`` items are unrolled."""
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name):
             name = it.func.id
             shadowed = name in self.frame.env or name in self.frame.local_names
             if name == "range" and not shadowed:
-                return self._range(it)
+                return self._range(it, unroll)
             if name == "enumerate" and not shadowed:
-                return self._enumerate(it)
+                return self._enumerate(it, unroll)
             if name == "zip" and not shadowed:
-                return self._zip(it)
+                return self._zip(it, unroll)
             if name == "reversed" and not shadowed and len(it.args) == 1:
-                return self._reversed(it)
+                return self._reversed(it, unroll)
         value = self.expr(it)
         if value is self.poison:
             return None
@@ -308,7 +320,7 @@ class LoopLowering:
         )
         return None
 
-    def _range(self, it: ast.Call) -> Source | None:
+    def _range(self, it: ast.Call, unroll: int = UNROLL) -> Source | None:
         bounds = [self.expr(a) for a in it.args]
         if any(b is self.poison for b in bounds):
             return None
@@ -348,7 +360,7 @@ class LoopLowering:
         k_step = int(step.value)
         if all(b.op == "const" for b in nodes):
             rng = range(*(int(b.value) for b in nodes))
-            if len(rng) <= UNROLL:
+            if len(rng) <= unroll:
                 return Source(
                     B.constant(len(rng)),
                     lambda k, c: self.poison,
@@ -362,8 +374,8 @@ class LoopLowering:
 
         return Source(count, item)
 
-    def _reversed(self, it: ast.Call) -> Source | None:
-        inner = self._source(it.args[0])
+    def _reversed(self, it: ast.Call, unroll: int = UNROLL) -> Source | None:
+        inner = self._source(it.args[0], unroll)
         if inner is None:
             return None
         if inner.items is not None:
@@ -378,7 +390,7 @@ class LoopLowering:
 
         return Source(count, item)
 
-    def _enumerate(self, it: ast.Call) -> Source | None:
+    def _enumerate(self, it: ast.Call, unroll: int = UNROLL) -> Source | None:
         if len(it.args) not in (1, 2) or it.keywords:
             self.error(
                 it,
@@ -386,7 +398,7 @@ class LoopLowering:
                 "write `enumerate(x)` or `enumerate(x, 1)`",
             )
             return None
-        inner = self._source(it.args[0])
+        inner = self._source(it.args[0], unroll)
         if inner is None:
             return None
         start: Value = B.constant(0)
@@ -413,7 +425,7 @@ class LoopLowering:
 
         return Source(inner.count, item, items)
 
-    def _zip(self, it: ast.Call) -> Source | None:
+    def _zip(self, it: ast.Call, unroll: int = UNROLL) -> Source | None:
         if not it.args or it.keywords:
             self.error(
                 it,
@@ -421,7 +433,7 @@ class LoopLowering:
                 "write `zip(x, y)` with arrays, ranges or tuples",
             )
             return None
-        parts = [self._source(a) for a in it.args]
+        parts = [self._source(a, unroll) for a in it.args]
         if any(p is None for p in parts):
             return None
         sources: list[Source] = parts  # type: ignore[assignment]
@@ -502,12 +514,15 @@ class LoopLowering:
         test: ast.expr | None,
         index_hint: str,
         flag: str | None = None,
+        private: frozenset[str] = frozenset(),
     ) -> None:
-        """``flag``: a name for one more state variable, False until a ``break``."""
+        """``flag``: a name for one more state variable, False until a ``break``;
+        ``private``: names the loop assigns that no one reads after it."""
         frame = self.frame
         env0 = frame.env
-        assigned = _local_names_of(stmt.body)
+        assigned = _local_names_of(stmt.body) - private
         targets = _local_names_of([stmt.target]) if isinstance(stmt, ast.For) else set()  # type: ignore[list-item]
+        targets -= private
         state_names = []
         for name in sorted(assigned - targets):
             value = env0.get(name)
@@ -523,7 +538,7 @@ class LoopLowering:
         # (`i = 10; for i in range(n): ...`): it is state too, starting from
         # that value, or from 0 when it had none (widened to its dtype and shape
         # by lowering the body again).
-        later = _read_after(frame.source.tree, stmt)
+        later = _read_after(frame.source.tree, stmt) - private
         for name in sorted((assigned | targets) - set(state_names)):
             before = env0.get(name)
             if name in later and not isinstance(before, Static):
@@ -666,7 +681,7 @@ class LoopLowering:
         for v, name in zip(carried, leaf_names, strict=True):
             self.hints.setdefault(v, name)
         saved = (frame.env, frame.live, frame.returns, frame.loop)
-        ctx = LoopContext()
+        ctx = LoopContext(index=index)
         frame.env, frame.live, frame.returns = env, B.TRUE, []
         frame.loop = ctx
         test_node = None

@@ -29,6 +29,7 @@ from typing import Any
 
 from symdiff.custom import CustomRule, custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
+from symdiff.frontend.comprehensions import ComprehensionLowering
 from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.loops import LoopContext, LoopLowering
 from symdiff.frontend.source import FunctionSource, function_source
@@ -131,7 +132,9 @@ def equal_axes(checks: tuple[S.Check, ...]) -> dict[S.Atom, S.Dim]:
     return {a: S.Dim({(find(a),): 1}) for a in parent}
 
 
-class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
+class Lowerer(
+    ExpressionLowering, ComprehensionLowering, LoopLowering, StatementLowering
+):
     """Lowers one top-level function (and the helpers it calls) to a ``Traced``."""
 
     def __init__(self) -> None:
@@ -143,6 +146,9 @@ class Lowerer(ExpressionLowering, LoopLowering, StatementLowering):
         self.current: ast.AST | None = None
         # ids of the expression nodes Python may not evaluate (ExpressionLowering)
         self.conditional: set[int] = set()
+        # ids of the generator expressions passed to a call, which lowers them
+        # (ComprehensionLowering)
+        self.generator_args: set[int] = set()
 
     @property
     def frame(self) -> Frame:

@@ -62,9 +62,11 @@ def _local_names(tree: ast.FunctionDef | ast.Lambda) -> set[str]:
 
 
 def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
+    """The names ``body`` binds; not the targets of its comprehensions, which
+    Python binds in the comprehension's own scope."""
     names: set[str] = set()
     for stmt in body:
-        for node in ast.walk(stmt):
+        for node in _walk_scope(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
             elif (
@@ -76,6 +78,20 @@ def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return names
+
+
+def _walk_scope(root: ast.AST) -> list[ast.AST]:
+    """``ast.walk`` without the targets of comprehensions (iteratively)."""
+    out: list[ast.AST] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, ast.comprehension):
+            stack.extend((node.iter, *node.ifs))
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return out
 
 
 class StatementLowering:
@@ -119,7 +135,9 @@ class StatementLowering:
                 self.hints.setdefault(value, target.id)
             self.frame.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if not isinstance(value, tuple):
+            if value is self.poison:  # already reported
+                value = (self.poison,) * len(target.elts)
+            elif not isinstance(value, tuple):
                 self.error(
                     target,
                     "cannot unpack a single value",
