@@ -1,6 +1,6 @@
 """Special functions: ``math.lgamma``/``math.gamma``, ``np.logaddexp``/``logaddexp2``
 and the ``scipy.special`` functions built on them (``gammaln``, ``digamma``,
-``betaln``, ``xlogy``, ...).
+``betaln``, ``xlogy``, ...); the IEEE predicates ``isnan``/``isinf``/``isfinite``.
 
 The digamma (``lgamma``'s derivative) is built from other ops (ir/special.py): its
 values are checked against SciPy over a wide range, its derivative (the trigamma,
@@ -320,3 +320,35 @@ def test_gradient_source_is_deterministic_and_reads_as_a_series():
     again = symdiff.grad(loggamma_only)
     again(2.5)
     assert again.source == source
+
+
+# -- IEEE predicates ------------------------------------------------------------------------
+def nan_to_zero_squares(x):
+    return np.sum(np.where(np.isnan(x), 0.0, x) ** 2)
+
+
+def finite_part(x):
+    return np.sum(np.where(np.isfinite(x), x, 0.0) * 3.0) + np.sum(np.isinf(x))
+
+
+def scalar_guard(x, y):
+    if math.isnan(y) or math.isinf(y):
+        return x * 2.0
+    return x * y
+
+
+def test_isnan_isinf_isfinite():
+    x = np.array([1.0, math.nan, -2.0, math.inf, -math.inf, 0.5])
+    for fn in (nan_to_zero_squares, finite_part):
+        value, grad = symdiff.value_and_grad(fn)(x)
+        assert value == fn(x)
+        want = jax.grad(
+            lambda v: (
+                jnp.sum(jnp.where(jnp.isnan(v), 0.0, v) ** 2)
+                if fn is nan_to_zero_squares
+                else jnp.sum(jnp.where(jnp.isfinite(v), v, 0.0) * 3.0)
+            )
+        )(x)
+        np.testing.assert_array_equal(grad, want)
+    for y in (math.nan, math.inf, -math.inf, 3.0):
+        assert symdiff.grad(scalar_guard)(1.5, y) == (2.0 if y != 3.0 else 3.0)

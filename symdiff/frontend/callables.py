@@ -115,6 +115,18 @@ def _x_times(x: Node, log_y: Node) -> Node:
     return mul(x, select(pole, ZERO, log_y))
 
 
+def _isnan(x: Node) -> Node:
+    return apply("ne", x, x)
+
+
+def _isinf(x: Node) -> Node:
+    return apply("eq", apply("abs", x), constant(math.inf))
+
+
+def _isfinite(x: Node) -> Node:
+    return apply("lt", apply("abs", x), constant(math.inf))
+
+
 def _logaddexp2(a: Node, b: Node) -> Node:
     """``log2(2**a + 2**b)`` as ``logaddexp(a ln 2, b ln 2) / ln 2``."""
     ln2 = constant(math.log(2.0))
@@ -149,6 +161,13 @@ def _table() -> dict[int, Builtin]:
         return pow_(constant(2.0), x)
 
     add(np.exp2, Builtin("numpy.exp2", 1, 1, exp2))
+    for module in (math, np):
+        for name, test in (
+            ("isnan", _isnan),
+            ("isinf", _isinf),
+            ("isfinite", _isfinite),
+        ):
+            add(getattr(module, name), Builtin(f"{module.__name__}.{name}", 1, 1, test))
     add(np.logaddexp2, Builtin("numpy.logaddexp2", 2, 2, _logaddexp2))
     add(getattr(math, "exp2", None), Builtin("math.exp2", 1, 1, exp2))
     rad = constant(math.pi / 180.0)
