@@ -361,3 +361,36 @@ def long_for_else(x):
     else:
         x = 0.0
     return x
+
+
+def three_nested_ranges(x, y):
+    s = 0.0
+    for i in range(8):
+        for j in range(8):
+            for k in range(8):
+                s += math.sin(x * i + y * j + 0.1 * k * x * y) * 0.01
+    return s
+
+
+def test_nested_constant_ranges_unroll_within_a_budget():
+    """Only the innermost range(8) is unrolled (8 copies within the budget of 16):
+    the outer two stay loops, so the gradient is a few hundred lines, not the
+    thousands of 512 copies, and the Hessian builds in seconds."""
+    import ast
+    import inspect
+    import textwrap
+
+    from symdiff.frontend.loops import UNROLL_NESTED, _unrolled_copies
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(three_nested_ranges)))
+    body = tree.body[0].body
+    assert _unrolled_copies(body) == 512
+    assert _unrolled_copies(body[1].body) == 64  # inside the outer loop
+    assert UNROLL_NESTED == 16
+    grad = symdiff.grad(three_nested_ranges, argnums=(0, 1), target="python")
+    got = grad(0.3, 0.7)
+    source = grad.source
+    assert source.count("for ") >= 2 and len(source.splitlines()) < 400
+    for k in range(2):
+        want = float(fd_derivative(three_nested_ranges, (0.3, 0.7), k))
+        assert got[k] == pytest.approx(want, rel=1e-7)

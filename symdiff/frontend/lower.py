@@ -146,6 +146,8 @@ class Lowerer(
         self.current: ast.AST | None = None
         # ids of the expression nodes Python may not evaluate (ExpressionLowering)
         self.conditional: set[int] = set()
+        # the trip counts of the unrolled loops being lowered (LoopLowering)
+        self.unrolled_trips: list[int] = []
         # ids of the generator expressions passed to a call, which lowers them
         # (ComprehensionLowering)
         self.generator_args: set[int] = set()
