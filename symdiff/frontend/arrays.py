@@ -424,6 +424,288 @@ def _stack(arrays: Value, axis: Value | None = None) -> Node:
     return A.concat(expanded, ax)
 
 
+def _at_least(rank: int, name: str) -> Builder:
+    """``np.atleast_1d/2d/3d``: one array, or a tuple of them for several."""
+
+    def build(*arys: Value) -> Value:
+        if not arys:
+            raise Unsupported(f"{name} needs at least one array", f"{name}(x)")
+        out = tuple(_lift(array(a), rank) for a in arys)
+        return out[0] if len(out) == 1 else out
+
+    return build
+
+
+def _lift(x: Node, rank: int) -> Node:
+    """NumPy's ``atleast_{rank}d`` of one array: a number is ``(1,) * rank``; a
+    vector ``(n,)`` is ``(1, n)`` at rank 2 and ``(1, n, 1)`` at rank 3; a
+    matrix ``(m, n)`` is ``(m, n, 1)`` at rank 3."""
+    shape = x.shape
+    if len(shape) >= rank:
+        return x
+    if not shape:
+        return A.reshape(x, (1,) * rank)
+    if len(shape) == 1:
+        return A.reshape(x, (1, shape[0], 1) if rank == 3 else (1, shape[0]))
+    return A.reshape(x, (*shape, 1))
+
+
+def _joined(name: str, rank: int, axis: Callable[[list[Node]], int]) -> Builder:
+    """``np.hstack``/``vstack``/``dstack``/``column_stack``: the arrays lifted to
+    at least ``rank`` dimensions (``column_stack``: rank ``-2``, vectors become
+    columns), joined along ``axis(lifted)``."""
+
+    def build(tup: Value) -> Node:
+        items = _sequence(tup, name)
+        if rank == -2:
+            lifted = [i if len(i.shape) >= 2 else _column(i) for i in items]
+        else:
+            lifted = [_lift(i, rank) for i in items]
+        ax = axis(lifted)
+        ranks = {len(i.shape) for i in lifted}
+        if len(ranks) > 1 or ax >= min(ranks):
+            raise Unsupported(
+                f"{name}: all the input arrays must have same number of dimensions",
+                "reshape the arrays to one number of dimensions first",
+            )
+        return A.concat(lifted, ax)
+
+    return build
+
+
+def _column(x: Node) -> Node:
+    """A number or a vector as a column (``column_stack``'s 2-D form)."""
+    return A.reshape(x, (x.shape[0] if x.shape else 1, 1))
+
+
+def _copies(x: Node, counts: list[Length], inner: bool) -> Node:
+    """Each axis of ``x`` repeated ``counts[i]`` times: whole (``np.tile``,
+    ``inner`` False: the axis of copies goes before the axis) or element by
+    element (``np.repeat``, after it).  A broadcast and a reshape: nothing is
+    gathered, and the adjoint sums the copies."""
+    spread: list[Length] = []
+    for d, k in zip(x.shape, counts, strict=True):
+        spread += [d, k] if inner else [k, d]
+    ones = [d if j % 2 == (0 if inner else 1) else 1 for j, d in enumerate(spread)]
+    stretched = B.broadcast_to(A.reshape(x, tuple(ones)), tuple(spread))
+    return A.reshape(
+        stretched, tuple(S.mul(d, k) for d, k in zip(x.shape, counts, strict=True))
+    )
+
+
+def _count(value: Value, what: str) -> Length:
+    k = length(value, what)
+    if isinstance(k, int) and k < 0:
+        raise Unsupported(
+            f"{what}: negative dimensions are not allowed", "repeat 0 or more times"
+        )
+    return k
+
+
+def _tile(A_: Value, reps: Value) -> Node:
+    """``np.tile``: ``reps`` copies along each axis; the shorter of the array's
+    shape and ``reps`` is padded with 1s in front, as in NumPy."""
+    node = array(A_)
+    counts = [
+        _count(r, "np.tile's `reps`")
+        for r in (reps if isinstance(reps, tuple) else (reps,))
+    ]
+    rank = max(len(node.shape), len(counts))
+    node = A.reshape(node, (1,) * (rank - len(node.shape)) + node.shape)
+    pad: list[Length] = [1] * (rank - len(counts))
+    return _copies(node, pad + counts, inner=False)
+
+
+def _repeat(a: Value, repeats: Value, axis: Value | None = None) -> Node:
+    """``np.repeat``: each element ``repeats`` times along ``axis`` (of the
+    flattened array without one); ``repeats`` one count, or one per element
+    (constants: the positions are known, the result is a gather of them)."""
+    node = array(a)
+    if _none(axis):
+        node, ax = _flat(node), 0
+    else:
+        ax = _axis_list(axis, len(node.shape), "np.repeat")[0]  # type: ignore[arg-type]
+    if isinstance(repeats, Node) and len(repeats.shape) == 1:
+        known = _constant_positions(repeats)  # a global array of counts
+        if repeats.dtype != "float64" and len(known) == repeats.shape[0]:
+            repeats = tuple(constant(v) for v in known)
+    if isinstance(repeats, Node) and repeats.shape:
+        raise Unsupported(
+            "np.repeat: counts computed when the kernel runs are not supported "
+            "(the result's length would depend on them)",
+            "give the counts as constants: np.repeat(x, [2, 0, 1])",
+        )
+    if isinstance(repeats, tuple) and len(repeats) != 1:
+        counts = [static_int(r, "np.repeat's per-element `repeats`") for r in repeats]
+        n = node.shape[ax]
+        S.unify(
+            n,
+            len(counts),
+            f"np.repeat: operands could not be broadcast together with shape "
+            f"({S.format_dim(n)},) ({len(counts)},)",
+        )
+        if any(c < 0 for c in counts):
+            raise Unsupported(
+                "np.repeat: negative dimensions are not allowed",
+                "repeat each element 0 or more times",
+            )
+        positions = [i for i, c in enumerate(counts) for _ in range(c)]
+        if not positions:
+            shape = tuple(0 if i == ax else d for i, d in enumerate(node.shape))
+            return A.full(_zero_of(node.dtype), shape)
+        return _take(node, constant_array(np.array(positions)), constant(ax))
+    if isinstance(repeats, tuple):
+        repeats = repeats[0]
+    k = _count(repeats, "np.repeat's `repeats`")
+    return _copies(node, [k if i == ax else 1 for i in range(len(node.shape))], True)
+
+
+# -- np.einsum -------------------------------------------------------------------------
+def _einsum(
+    subscripts: Value,
+    *operands: Value,
+    out: Value | None = None,
+    dtype: Value | None = None,
+    optimize: Value | None = None,
+) -> Node:
+    """``np.einsum`` with explicit subscripts (``"ij,jk->ik"``, ``"ii->"``) or an
+    implicit output (``"ij,jk"``: the letters met once, in alphabetical order).
+
+    Built from the array ops: a letter repeated in one operand takes its
+    diagonal (a select), a letter in one operand alone that the output lacks
+    is summed there, and the operands are multiplied pairwise, left to right:
+    the letters two share and nothing later needs are contracted by a matrix
+    product (``A.dot``), so ``"ij,jk->ik"`` is one matmul, not an ``n**3``
+    product summed."""
+    if not (isinstance(subscripts, Static) and isinstance(subscripts.obj, str)):
+        raise Unsupported(
+            "np.einsum: the subscripts must be a string constant",
+            "write them out: np.einsum('ij,jk->ik', a, b)",
+        )
+    if not _none(out) or _dtype(dtype, "float64") != "float64":
+        raise Unsupported(
+            "np.einsum: `out` and a non-float `dtype` are not supported",
+            "leave them out",
+        )
+    inputs, output = _einsum_parse(subscripts.obj, len(operands))
+    nodes = [array(o, "an einsum operand") for o in operands]
+    sizes: dict[str, Length] = {}
+    for term, node in zip(inputs, nodes, strict=True):
+        if len(term) != len(node.shape):
+            raise Unsupported(
+                f"np.einsum: operand of dimension {len(node.shape)} has "
+                f"{len(term)} subscripts ('{term}')",
+                "give one letter per axis",
+            )
+        for letter, d in zip(term, node.shape, strict=True):
+            sizes[letter] = S.unify(
+                sizes.get(letter, d),
+                d,
+                f"np.einsum: size of label '{letter}' does not match between operands",
+            )
+    terms = [_einsum_diagonal(n, t) for n, t in zip(nodes, inputs, strict=True)]
+    node, term = terms[0]
+    for k in range(1, len(terms)):
+        later = set(output).union(*(t for _, t in terms[k + 1 :]))
+        node, term = _einsum_pair(node, term, *terms[k], later)
+    node, term = _einsum_keep(node, term, set(output))
+    return A.transpose(node, tuple(term.index(c) for c in output))
+
+
+def _einsum_parse(spec: str, count: int) -> tuple[list[str], str]:
+    text = spec.replace(" ", "")
+    if "." in text:
+        raise Unsupported(
+            "np.einsum: ellipsis ('...') is not supported",
+            "name every axis with a letter: np.einsum('bij,bjk->bik', a, b)",
+        )
+    left, arrow, output = text.partition("->")
+    inputs = left.split(",")
+    if len(inputs) != count:
+        raise Unsupported(
+            f"np.einsum: {len(inputs)} operand subscripts for {count} operands",
+            "give one comma-separated term per operand",
+        )
+    letters = left.replace(",", "")
+    if not all(c.isalpha() and c.isascii() for c in letters + output):
+        raise Unsupported(
+            f"np.einsum: invalid subscript in '{spec}'",
+            "subscripts are letters a-z and A-Z, ',' and '->'",
+        )
+    if not arrow:
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    for c in output:
+        if output.count(c) > 1:
+            raise Unsupported(
+                f"np.einsum: output subscript '{c}' appears more than once",
+                "name each output axis once",
+            )
+        if c not in letters:
+            raise Unsupported(
+                f"np.einsum: output subscript '{c}' does not appear in the inputs",
+                "every output letter must name an axis of an operand",
+            )
+    return inputs, output
+
+
+def _einsum_diagonal(x: Node, term: str) -> tuple[Node, str]:
+    """A letter repeated in one operand (``"ii"``) reads the diagonal: the
+    entries where the positions agree, the others selected away and summed."""
+    while len(set(term)) < len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        a, b = term.index(c), term.index(c, term.index(c) + 1)
+        same = B.apply("eq", A.iota(a, x.shape), A.iota(b, x.shape))
+        x = A.reduce("sum", B.select(same, x, _zero_of(x.dtype)), (b,))
+        term = term[:b] + term[b + 1 :]
+    return x, term
+
+
+def _einsum_keep(x: Node, term: str, keep: set[str]) -> tuple[Node, str]:
+    """Sum the axes of letters nothing later needs."""
+    axes = tuple(i for i, c in enumerate(term) if c not in keep)
+    if not axes:
+        return x, term
+    return A.reduce("sum", x, axes), "".join(c for c in term if c in keep)
+
+
+def _einsum_pair(
+    x: Node, xt: str, y: Node, yt: str, later: set[str]
+) -> tuple[Node, str]:
+    """The product of two operands, keeping the letters in ``later``: shared
+    letters kept are batch axes, shared ones not kept are contracted by a
+    matrix product (a broadcast product when there are none)."""
+    x, xt = _einsum_keep(x, xt, later | set(yt))
+    y, yt = _einsum_keep(y, yt, later | set(xt))
+    batch = [c for c in xt if c in yt and c in later]
+    inner = [c for c in xt if c in yt and c not in later]
+    left = [c for c in xt if c not in yt]
+    right = [c for c in yt if c not in xt]
+    x = A.transpose(x, tuple(xt.index(c) for c in (*batch, *left, *inner)))
+    y = A.transpose(y, tuple(yt.index(c) for c in (*batch, *inner, *right)))
+    nb, nl, ni = len(batch), len(left), len(inner)
+    out = "".join((*batch, *left, *right))
+    if not inner:
+        # an outer product on the free axes: x (b, l, 1...), y (b, 1..., r)
+        xs = A.reshape(x, (*x.shape, *(1,) * len(right)))
+        ys = A.reshape(y, (*y.shape[:nb], *(1,) * nl, *y.shape[nb:]))
+        return B.mul(xs, ys), out
+    bs, ls, ks = x.shape[:nb], x.shape[nb : nb + nl], x.shape[nb + nl :]
+    rs = y.shape[nb + ni :]
+    k = S.product(ks)
+    # matrices (or vectors where a side has no free axes) of the product
+    xm = A.reshape(x, (*bs, S.product(ls), k) if left else (*bs, k))
+    ym = A.reshape(y, (*bs, k, S.product(rs)) if right else (*bs, k))
+    if nb and not (left and right):
+        xm = A.reshape(xm, (*bs, 1, k)) if not left else xm
+        ym = A.reshape(ym, (*bs, k, 1)) if not right else ym
+    product = A.dot(xm, ym)
+    return A.reshape(product, (*bs, *ls, *rs)), out
+
+
+def _zero_of(dtype: str) -> Node:
+    return {"float64": B.ZERO, "int64": constant(0), "bool": constant(False)}[dtype]
+
+
 def _filled(value: float) -> Builder:
     def build(shape: Value, dtype: Value | None = None) -> Node:
         return A.full(_fill_value(value, dtype), shape_arg(shape))
@@ -621,6 +903,79 @@ def _arange_float(start: Value, stop: Value, step: Value) -> Node:
     return _arange_values(first, k, count)
 
 
+def _linspace(
+    start: Value,
+    stop: Value,
+    num: Value | None = None,
+    endpoint: Value | None = None,
+    retstep: Value | None = None,
+    dtype: Value | None = None,
+    axis: Value | None = None,
+) -> Value:
+    """``np.linspace``, as NumPy computes it: ``start + i * step`` with ``step =
+    (stop - start) / div`` (``div`` is ``num - 1``, or ``num`` without the
+    endpoint), the last value ``stop`` itself; with ``div`` 0 (one value and
+    the endpoint), ``start + i * (stop - start)``.  ``start`` and ``stop`` may be
+    computed (differentiable) numbers or arrays (values then run along axis 0)."""
+    if _dtype(dtype, "float64") != "float64":
+        raise Unsupported(
+            "np.linspace: `dtype` must be float",
+            "convert afterwards: np.floor(np.linspace(a, b, n))",
+        )
+    if not _none(axis) and static_int(axis, "`axis`") != 0:  # type: ignore[arg-type]
+        raise Unsupported(
+            "np.linspace: only axis=0 is supported",
+            "move the axis afterwards: np.moveaxis or .T",
+        )
+    first = B.to_float(array(start, "`start`"))
+    last = B.to_float(array(stop, "`stop`"))
+    n = 50 if _none(num) else length(num, "np.linspace's `num`")  # type: ignore[arg-type]
+    if isinstance(n, int) and n < 0:
+        raise Unsupported(
+            f"Number of samples, {n}, must be non-negative.", "use num >= 0"
+        )
+    ends = endpoint is None or flag(endpoint, "endpoint")
+    delta = B.sub(last, first)
+    rest = S.broadcast([first.shape, last.shape], lambda: "np.linspace's bounds")
+    i = A.iota(0, (n, *(1,) * len(rest)))
+    d = S.sub(n, 1) if ends else n
+    div = A.dim(d)
+    step = B.div(delta, B.to_float(div))
+    y = B.to_float(i)
+    if isinstance(d, int):
+        # no values use the step when div is 0 (NumPy's step is NaN then)
+        y = B.mul(y, step) if d > 0 else B.mul(y, delta)
+        if d <= 0:
+            step = constant(math.nan)
+    else:
+        some = B.apply("gt", div, constant(0))
+        y = B.select(some, B.mul(y, step), B.mul(y, delta))
+        step = B.select(some, step, constant(math.nan))
+    y = B.add(y, first)
+    if ends and not (isinstance(d, int) and d <= 0):
+        at_end = B.apply("eq", i, div)
+        if not isinstance(d, int):  # one value (div 0): it is `start`
+            at_end = B.logical_and(at_end, B.apply("gt", i, constant(0)))
+        y = B.select(at_end, last, y)
+    y = B.broadcast_to(y, (n, *rest))
+    return (y, step) if flag(retstep, "retstep") else y
+
+
+def _logspace(
+    start: Value,
+    stop: Value,
+    num: Value | None = None,
+    endpoint: Value | None = None,
+    base: Value | None = None,
+    dtype: Value | None = None,
+    axis: Value | None = None,
+) -> Node:
+    """``np.logspace``: ``base ** np.linspace(start, stop, num, endpoint)``."""
+    y = _linspace(start, stop, num, endpoint, None, dtype, axis)
+    b = constant(10.0) if _none(base) else B.to_float(array(base, "`base`"))  # type: ignore[arg-type]
+    return B.pow_(b, y)  # type: ignore[arg-type]
+
+
 def _eye(n: Value, m: Value | None = None, k: Value | None = None) -> Node:
     rows = length(n, "np.eye's size")
     cols = rows if m is None or (isinstance(m, Static) and m.obj is None) else length(m)
@@ -640,6 +995,112 @@ def _np_array(value: Value, dtype: Value | None = None) -> Node:
     ):
         node = B.to_float(node)
     return node
+
+
+def _astype(
+    x: Value,
+    dtype: Value,
+    order: Value | None = None,
+    casting: Value | None = None,
+    copy: Value | None = None,
+) -> Node:
+    """``x.astype(float)``, ``(int)``, ``(bool)``: symdiff's dtypes are float64,
+    int64 and bool; a narrower float would round the values, so it is refused."""
+    node = array(x)
+    obj: Any = dtype.obj if isinstance(dtype, Static) else None
+    want = _dtype(dtype, "float64")
+    try:
+        narrow = np.dtype(obj).kind == "f" and np.dtype(obj).itemsize < 8
+    except TypeError:
+        narrow = False
+    if narrow:
+        raise Unsupported(
+            f".astype: {np.dtype(obj).name} is not supported (it rounds the "
+            "values): symdiff computes in float64",
+            "use .astype(np.float64), or leave the array as it is",
+        )
+    if want == "float64":
+        return B.to_float(node)
+    if want == "bool":
+        return B.truth(node)
+    if node.dtype == "float64":
+        # there is no float-to-int conversion in the IR yet
+        raise Unsupported(
+            ".astype(int) of a float array is not supported",
+            "np.trunc(x) truncates toward zero and keeps float64 (derivative 0)",
+        )
+    return B.to_int(node)
+
+
+def _float64(x: Value | None = None) -> Node:
+    """``np.float64(x)``: a number or an array as float64."""
+    return constant(0.0) if x is None else B.to_float(array(x))
+
+
+def _trunc(x: Node) -> Node:
+    """Toward zero: ``ceil`` below zero, ``floor`` elsewhere (``-0.5`` gives
+    ``-0.0``, as ``np.trunc``)."""
+    if x.dtype != "float64":
+        return x
+    return B.select(B.apply("lt", x, B.ZERO), B.apply("ceil", x), B.apply("floor", x))
+
+
+def _rint(x: Node) -> Node:
+    """To the nearest integer, ties to even (``np.rint``).  From ``floor(x)``
+    and the fraction ``x - floor(x)``, which is exact; never ``floor(x + 0.5)``,
+    whose sum rounds (``0.49999999999999994 + 0.5`` is ``1.0``).  The sign is
+    ``x``'s, so ``-0.3`` gives ``-0.0``; the slope is 0 (floor has none)."""
+    if x.dtype != "float64":
+        return x
+    below = B.apply("floor", x)
+    frac = B.sub(x, below)
+    odd = B.apply("ne", B.apply("mod", below, constant(2.0)), B.ZERO)
+    up = B.logical_or(
+        B.apply("gt", frac, constant(0.5)),
+        B.logical_and(B.apply("eq", frac, constant(0.5)), odd),
+    )
+    return B.apply("copysign", B.add(below, B.select(up, B.ONE, B.ZERO)), x)
+
+
+def _round(a: Value, decimals: Value | None = None, out: Value | None = None) -> Node:
+    """``np.round``/``np.around``: NumPy scales by ``10**decimals``, rounds half
+    to even and scales back (so ``np.round(2.675, 2)`` is ``2.67``, as NumPy)."""
+    if not _none(out):
+        raise Unsupported("np.round: `out` is not supported", "use the returned array")
+    node = array(a)
+    k = 0 if _none(decimals) else static_int(decimals, "`decimals`")  # type: ignore[arg-type]
+    if node.dtype != "float64":
+        if k >= 0:
+            return node
+        raise Unsupported(
+            "np.round of integers with negative decimals is not supported",
+            "round a float array: np.round(x * 1.0, -1)",
+        )
+    if k == 0:
+        return _rint(node)
+    scale = constant(10.0 ** abs(k))
+    if k > 0:
+        return B.div(_rint(B.mul(node, scale)), scale)
+    return B.mul(_rint(B.div(node, scale)), scale)
+
+
+def _fmod(a: Value, b: Value) -> Node:
+    """``np.fmod``: the remainder with the sign of the dividend, C's ``fmod``.
+    As ``copysign(|a| mod |b|, a)``: with both operands positive, Python's
+    ``%`` is ``fmod`` exactly; ``a - b * trunc(a / b)`` would round ``a / b``."""
+    x, y = array(a), array(b)
+    if x.dtype != "float64" and y.dtype != "float64":
+        raise Unsupported(
+            "np.fmod of integers is not supported",
+            "use floats: np.fmod(a * 1.0, b)",
+        )
+    magnitude = B.apply("mod", B.apply("abs", x), B.apply("abs", y))
+    return B.apply("copysign", magnitude, x)
+
+
+def _mod(a: Value, b: Value) -> Node:
+    """``np.mod``/``np.remainder``: the sign of the divisor, Python's ``%``."""
+    return B.apply("mod", array(a), array(b))
 
 
 def _where(cond: Value, a: Value | None = None, b: Value | None = None) -> Node:
@@ -944,6 +1405,14 @@ _NUMPY: dict[str, Builder] = {
     "triu": _tri(False),
     "concatenate": _concatenate,
     "stack": _stack,
+    "hstack": _joined("np.hstack", 1, lambda xs: 0 if len(xs[0].shape) == 1 else 1),
+    "vstack": _joined("np.vstack", 2, lambda xs: 0),
+    "row_stack": _joined("np.row_stack", 2, lambda xs: 0),
+    "dstack": _joined("np.dstack", 3, lambda xs: 2),
+    "column_stack": _joined("np.column_stack", -2, lambda xs: 1),
+    "atleast_1d": _at_least(1, "np.atleast_1d"),
+    "atleast_2d": _at_least(2, "np.atleast_2d"),
+    "atleast_3d": _at_least(3, "np.atleast_3d"),
     "zeros": _filled(0.0),
     "ones": _filled(1.0),
     "full": _full,
@@ -963,6 +1432,20 @@ _NUMPY: dict[str, Builder] = {
     "empty_like": _like(0.0),
     "full_like": _like(None),
     "arange": _arange,
+    "linspace": _linspace,
+    "einsum": _einsum,
+    "tile": _tile,
+    "repeat": _repeat,
+    "float64": _float64,
+    "round": _round,
+    "around": _round,
+    "rint": lambda x: _rint(array(x)),
+    "trunc": lambda x: _trunc(array(x)),
+    "fix": lambda x: _trunc(array(x)),
+    "mod": _mod,
+    "remainder": _mod,
+    "fmod": _fmod,
+    "logspace": _logspace,
     "eye": _eye,
     "array": _np_array,
     "asarray": _np_array,
@@ -1013,6 +1496,9 @@ METHODS: dict[str, Builder] = {
     "flatten": _ravel,
     "transpose": _method_transpose,
     "copy": lambda x: x,
+    "astype": _astype,
+    "repeat": _repeat,
+    "round": _round,
     "take": _take,
     "any": _logical("any"),
     "all": _logical("all"),
@@ -1277,12 +1763,21 @@ def _advanced_index(x: Node, items: list[Value]) -> Node:
     return A.transpose(rows, plan.place)
 
 
-def advanced_update(x: Node, key: Value, value: Node, mode: str) -> Node:
+#: How an element assignment combines: "set" (``=``), "add" (``+=``), or for a
+#: boolean mask, the operation of another augmented assignment (``*=``).
+MaskMode = str | Callable[[Node, Node], Node]
+
+
+def advanced_update(
+    x: Node, key: Value, value: Node, mode: MaskMode, aligned: bool = False
+) -> Node:
     """``x[idx] = v`` and ``x[idx] += v`` with index arrays, as NumPy does them:
     a position given twice keeps the last value written, and ``+=`` reads every
     position before writing (``x[idx] = x[idx] + v``: a repeated position adds
     ``v`` once; ``np.add.at`` would add it each time)."""
     items = list(key) if isinstance(key, tuple) else [key]
+    if any(is_array_index(i) and array(i, "an index").dtype == "bool" for i in items):
+        return mask_update(x, items, value, mode, aligned)
     plan = _plan_advanced(x, items, "element assignment")
     source = A.transpose(x, plan.perm)
     k = len(plan.index)
@@ -1298,6 +1793,141 @@ def advanced_update(x: Node, key: Value, value: Node, mode: str) -> Node:
         rows = B.add(A.gather(source, plan.index, plan.wrap, "advanced indexing"), rows)
     updated = A.scatter_rows(source, rows, plan.index, plan.wrap, "element assignment")
     return A.transpose(updated, A.inverse(plan.perm))
+
+
+def mask_update(
+    x: Node,
+    items: list[Value],
+    value: Node,
+    mode: MaskMode,
+    aligned: bool = False,
+) -> Node:
+    """``x[mask] = v`` (``mode`` "set"), ``x[mask] += v`` ("add") or, for another
+    augmented assignment, ``mode`` the operation (``x[mask] *= v``): a select
+    between the new and the old values, so the array keeps its shape.
+
+    ``mask`` covers some axes of ``x`` (``:`` or ``...`` on the others).  NumPy
+    broadcasts ``v`` to ``x[mask]``, whose masked axes are one axis of a length
+    known only from the values: ``v`` must have length 1 (or none) there, and
+    then the select is exactly NumPy's update.  ``aligned``: the value is an
+    array read at the same mask (``x[mask] = v[mask]``), so ``v`` itself is
+    taken where the mask holds."""
+    mask, before, after = _mask_axes(x, items)
+    k = len(mask.shape)
+    if aligned:
+        return _mask_select(x, mask, after, _aligned(x, value, mask, before), mode)
+    # v broadcast to x[mask] (one axis for the masked ones), then back to x's axes
+    width = before + 1 + after
+    if len(value.shape) > width:
+        raise Unsupported(
+            f"could not broadcast the value of shape {S.format_shape(value.shape)} "
+            f"into the masked elements (an array of {width} dimension"
+            f"{'s' if width > 1 else ''})",
+            "assign a number, or an array of the shape of the unmasked axes",
+        )
+    padded = (1,) * (width - len(value.shape)) + value.shape
+    if padded[before] != 1:
+        raise Unsupported(
+            "element assignment with a boolean mask: a value with one entry per "
+            "selected element depends on how many elements the mask selects",
+            "assign a number, or write the whole array: x = np.where(mask, values, x)",
+        )
+    spread = A.reshape(value, (*padded[:before], *(1,) * k, *padded[before + 1 :]))
+    if S.broadcast([x.shape, spread.shape], lambda: "in element assignment") != x.shape:
+        raise Unsupported(
+            f"could not broadcast the value of shape {S.format_shape(value.shape)} "
+            f"into the masked elements of an array of shape {S.format_shape(x.shape)}",
+            "assign a number, or an array of the shape of the unmasked axes",
+        )
+    return _mask_select(x, mask, after, spread, mode)
+
+
+def _aligned(x: Node, value: Node, mask: Node, before: int) -> Node:
+    """``v`` of ``x[mask] = v[mask]``: of ``x``'s dimension, the mask's shape on
+    the masked axes, broadcasting to ``x``'s shape on the others."""
+    if len(value.shape) != len(x.shape):
+        raise Unsupported(
+            "element assignment with a boolean mask: `x[mask] = v[mask]` needs "
+            "`v` of the dimension of `x`",
+            "write the whole array: x = np.where(mask, v, x)",
+        )
+    for j, d in enumerate(mask.shape):
+        S.unify(
+            value.shape[before + j],
+            d,
+            f"boolean index did not match indexed array along axis {before + j}",
+        )
+    if S.broadcast([x.shape, value.shape], lambda: "in element assignment") != x.shape:
+        raise Unsupported(
+            f"could not broadcast the masked elements of an array of shape "
+            f"{S.format_shape(value.shape)} into those of shape "
+            f"{S.format_shape(x.shape)}",
+            "write the whole array: x = np.where(mask, v, x)",
+        )
+    return value
+
+
+def _mask_select(
+    x: Node,
+    mask: Node,
+    after: int,
+    spread: Node,
+    mode: MaskMode,
+) -> Node:
+    """``x`` with ``spread`` (or ``x`` combined with it, by ``mode``) where the
+    mask holds."""
+    if mode == "add":
+        spread = B.add(x, spread)
+    elif callable(mode):
+        spread = mode(x, spread)
+    if spread.dtype != x.dtype:
+        spread = _cast(spread, x.dtype)
+    where = A.reshape(B.truth(mask), (*mask.shape, *(1,) * after))
+    return B.select(where, spread, x)
+
+
+def _mask_axes(x: Node, items: list[Value]) -> tuple[Node, int, int]:
+    """The mask of ``x[..., mask, ...]`` and how many axes of ``x`` come before
+    and after the ones it covers (its shape is checked against theirs)."""
+    full = SliceValue(None, None, None)
+    masks = [k for k, i in enumerate(items) if is_array_index(i)]
+    if len(masks) != 1 or any(
+        not (isinstance(i, Static) and (i.obj == full or i.obj is Ellipsis))
+        for k, i in enumerate(items)
+        if k != masks[0]
+    ):
+        raise Unsupported(
+            "element assignment with a boolean mask: the other indices must be "
+            "`:` or `...`",
+            "combine the conditions into one mask of the array's shape: "
+            "x[(x > 0) & (np.arange(n) < 3)] = 0.0",
+        )
+    mask = array(items[masks[0]], "a mask")
+    rank, k = len(x.shape), len(mask.shape)
+    dots = [
+        j for j, i in enumerate(items) if isinstance(i, Static) and i.obj is Ellipsis
+    ]
+    named = len(items) - len(dots) - 1 + k  # the axes the index names
+    if named > rank or len(dots) > 1:
+        raise Unsupported(
+            f"too many indices for an array of dimension {rank}"
+            if named > rank
+            else "an index can only have a single ellipsis ('...')",
+            "give at most one index per axis",
+        )
+    before = masks[0]
+    if dots and dots[0] < masks[0]:
+        before += rank - named - 1  # `...` stands for the axes no index names
+    after = rank - before - k
+    for j, d in enumerate(mask.shape):
+        S.unify(
+            x.shape[before + j],
+            d,
+            f"boolean index did not match indexed array along axis {before + j}; "
+            f"size of axis is {S.format_dim(x.shape[before + j])} but size of "
+            f"corresponding boolean axis is {S.format_dim(d)}",
+        )
+    return mask, before, after
 
 
 def _constant_positions(node: Node) -> list[int]:

@@ -31,7 +31,7 @@ from symdiff.ir.shapes import ShapeMismatch
 if TYPE_CHECKING:
     from symdiff.frontend.lower import Frame
 
-_BINOPS: dict[type, Callable[[Node, Node], Node]] = {
+BINOPS: dict[type, Callable[[Node, Node], Node]] = {
     ast.Add: B.add,
     ast.Sub: B.sub,
     ast.Mult: B.mul,
@@ -379,7 +379,7 @@ class ExpressionLowering:
         )
 
     def _expr_BinOp(self, node: ast.BinOp, values: list[Value], test: bool) -> Value:
-        build = _BINOPS.get(type(node.op))
+        build = BINOPS.get(type(node.op))
         if isinstance(node.op, ast.MatMult):
             left = AR.array(values[0], "the left operand of `@`")
             right = AR.array(values[1], "the right operand of `@`")

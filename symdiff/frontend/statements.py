@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
-from symdiff.frontend.expressions import python_value
+from symdiff.frontend.expressions import BINOPS, python_value
 from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
@@ -167,6 +167,8 @@ class StatementLowering:
             )
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
+        if len(stmt.targets) == 1 and self._masked_copy(stmt.targets[0], stmt.value):
+            return
         value = self.expr(stmt.value)
         for target in stmt.targets:
             self.assign(target, value)
@@ -175,7 +177,13 @@ class StatementLowering:
         if stmt.value is not None:
             self.assign(stmt.target, self.expr(stmt.value))
 
-    def set_item(self, target: ast.Subscript, value: Value, mode: str) -> None:
+    def set_item(
+        self,
+        target: ast.Subscript,
+        value: Value,
+        mode: AR.MaskMode,
+        aligned: bool = False,
+    ) -> None:
         """``x[key] = value`` (or ``+=``): ``x`` is rebound to the updated array."""
         name = target.value.id  # type: ignore[attr-defined]
         base = self.expr(target.value)
@@ -201,7 +209,7 @@ class StatementLowering:
         items = list(key) if isinstance(key, tuple) else [key]
         try:
             if any(AR.is_array_index(i) for i in items):
-                updated = AR.advanced_update(base, key, value, mode)
+                updated = AR.advanced_update(base, key, value, mode, aligned)
             else:
                 updated = self._basic_update(base, key, value, mode)
         except (AR.Unsupported, S.ShapeMismatch) as exc:
@@ -228,13 +236,49 @@ class StatementLowering:
             and isinstance(target.value, ast.Name)
             and isinstance(stmt.op, ast.Add)
         ):
-            self.set_item(target, self.expr(stmt.value), "add")
+            if not self._masked_copy(target, stmt.value, "add"):
+                self.set_item(target, self.expr(stmt.value), "add")
+            return
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and type(stmt.op) in BINOPS
+            and self._is_masked(target)
+        ):
+            # y[mask] *= v: reading y[mask] alone would be refused (its length
+            # depends on the values); the update keeps y's shape
+            op = BINOPS[type(stmt.op)]
+            if not self._masked_copy(target, stmt.value, op):
+                self.set_item(target, self.expr(stmt.value), op)
             return
         as_load = ast.copy_location(
             ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value), stmt
         )
         ast.fix_missing_locations(as_load)
         self.assign(stmt.target, self.expr(as_load))
+
+    def _is_masked(self, target: ast.Subscript) -> bool:
+        """Whether ``target`` is ``y[mask]`` (a boolean array among its indices)."""
+        key = self.expr(target.slice)
+        items = key if isinstance(key, tuple) else (key,)
+        return any(isinstance(i, Node) and i.shape and i.dtype == "bool" for i in items)
+
+    def _masked_copy(
+        self, target: ast.expr, value: ast.expr, mode: AR.MaskMode = "set"
+    ) -> bool:
+        """``y[mask] = v[mask]`` (the same index written on both sides; or
+        ``+=``, ``*=``...): ``v`` where the mask holds, as ``np.where(mask, v,
+        y)``.  False, doing nothing, for any other statement."""
+        if not (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and isinstance(value, ast.Subscript)
+            and ast.dump(target.slice) == ast.dump(value.slice)
+            and self._is_masked(target)
+        ):
+            return False
+        self.set_item(target, self.expr(value.value), mode, aligned=True)
+        return True
 
     def _stmt_Return(self, stmt: ast.Return) -> None:
         if self.frame.loop is not None:
