@@ -1595,9 +1595,121 @@ def is_array_index(item: Value) -> bool:
     return isinstance(item, tuple) or (isinstance(item, Node) and bool(item.shape))
 
 
+def _linear(node: Node) -> tuple[dict[Node, int], int]:
+    """``node`` as ``sum(c * leaf) + k`` over ``+``, ``-`` and products by int
+    constants (the leaves: everything else), walked with a stack."""
+    terms: dict[Node, int] = {}
+    offset = 0
+    stack = [(node, 1)]
+    while stack:
+        n, c = stack.pop()
+        if n.op == "const" and n.dtype in ("int64", "bool"):
+            offset += c * int(n.value)
+        elif n.op == "add":
+            stack += [(n.args[0], c), (n.args[1], c)]
+        elif n.op == "sub":
+            stack += [(n.args[0], c), (n.args[1], -c)]
+        elif n.op == "neg":
+            stack.append((n.args[0], -c))
+        elif n.op == "mul" and n.args[0].op == "const" and n.args[0].dtype == "int64":
+            stack.append((n.args[1], c * int(n.args[0].value)))
+        elif n.op == "mul" and n.args[1].op == "const" and n.args[1].dtype == "int64":
+            stack.append((n.args[0], c * int(n.args[1].value)))
+        else:
+            terms[n] = terms.get(n, 0) + c
+    return {n: c for n, c in terms.items() if c}, offset
+
+
+def _window(sl: SliceValue, axis: int) -> Node | None:
+    """The positions ``start + step * arange(size)`` of a slice whose start is
+    known only when the kernel runs (a loop variable) but whose length follows
+    from constants and shapes (``x[i:i + 3]``, ``x[i:i + len(w)]``); None for
+    any other slice."""
+    start, stop = sl.start, sl.stop
+    if not (
+        isinstance(start, Node)
+        and isinstance(stop, Node)
+        and not start.shape
+        and not stop.shape
+        and start.dtype == stop.dtype == "int64"
+    ):
+        return None
+    if _is_static(start) and _is_static(stop):
+        return None  # a slice of constants and shapes
+    step = 1 if _none(sl.step) else static_int(sl.step, "a slice step")  # type: ignore[arg-type]
+    if step <= 0:
+        raise Unsupported(
+            "a slice with a run-time start needs a positive step",
+            "loop over the positions and index with `x[i]`",
+        )
+    low, low_k = _linear(start)
+    high, high_k = _linear(stop)
+    for n, c in low.items():
+        high[n] = high.get(n, 0) - c
+    width: Node = B.constant(high_k - low_k)
+    for n, c in high.items():
+        if c:
+            width = B.add(width, B.mul(B.constant(c), n))
+    try:
+        span = length(width, "a slice")
+    except Unsupported:
+        raise Unsupported(
+            f"the length of a slice on axis {axis} must follow from constants and "
+            "shapes (a window `x[i:i + 3]` may start at a run-time index)",
+            "give the slice a fixed length: x[i:i + n] with n from constants, "
+            "len(x) or int arguments",
+        ) from None
+    size = S.cdiv(span, step)
+    if isinstance(size, int) and size <= 0:
+        raise Unsupported(
+            f"the slice on axis {axis} is empty", "give the window a positive length"
+        )
+    offsets = A.arange(size)
+    if step != 1:
+        offsets = B.mul(B.constant(step), offsets)
+    return B.add(start, offsets)
+
+
+def windows(key: Value) -> Value:
+    """``key`` with each window slice (:func:`_window`) replaced by its positions,
+    an index array shaped to its own axis, so that several adjacent windows
+    (``x[i:i + 3, j:j + 3]``) read a block, as slices do; ``key`` itself when it
+    has none."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    found: dict[int, Node] = {}
+    for k, item in enumerate(items):
+        if isinstance(item, Static) and isinstance(item.obj, SliceValue):
+            positions = _window(item.obj, k)
+            if positions is not None:
+                found[k] = positions
+    if not found:
+        return key
+    picked = [
+        k
+        for k, item in enumerate(items)
+        if k in found or (isinstance(item, Node) and not item.shape)
+    ]
+    if any(is_array_index(i) for i in items) or picked != list(
+        range(picked[0], picked[-1] + 1)
+    ):
+        raise Unsupported(
+            "a slice with a run-time start goes with `:`, constant slices and "
+            "integers next to it, not with index arrays or integers across a `:`",
+            "take the window first, then index it: w = x[i:i + 3]; w[idx]",
+        )
+    order = sorted(found)
+    for j, k in enumerate(order):
+        shape = [1] * len(order)
+        shape[j] = found[k].shape[0]
+        items[k] = A.reshape(found[k], tuple(shape)) if len(order) > 1 else found[k]
+    return tuple(items) if isinstance(key, tuple) else items[0]
+
+
 def index(x: Node, key: Value) -> Node:
     """``x[key]`` for integers, slices, ``None`` and ``...`` (basic indexing), and
-    for integer arrays and lists (advanced indexing, :func:`_advanced_index`)."""
+    for integer arrays and lists (advanced indexing, :func:`_advanced_index`);
+    a window ``x[i:i + 3]`` is read as the index array of its positions."""
+    key = windows(key)
     items = list(key) if isinstance(key, tuple) else [key]
     if any(is_array_index(i) for i in items):
         return _advanced_index(x, items)

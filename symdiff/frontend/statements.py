@@ -206,8 +206,9 @@ class StatementLowering:
                 "assign one element at a time, e.g. `out[i] = a` and `out[j] = b`",
             )
             return
-        items = list(key) if isinstance(key, tuple) else [key]
         try:
+            key = AR.windows(key)  # out[i:i + 3] = v: at the window's positions
+            items = list(key) if isinstance(key, tuple) else [key]
             if any(AR.is_array_index(i) for i in items):
                 updated = AR.advanced_update(base, key, value, mode, aligned)
             else:
