@@ -33,6 +33,7 @@ def _copysign(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 #: op -> SymPy builder.
 SYMPY: dict[str, Callable[..., Any]] = {
     "float":    lambda a: a,
+    "int":      lambda a: sympy.sign(a) * sympy.floor(sympy.Abs(a)),
     "stop_gradient": lambda a: a,
     "custom":   lambda *a: a[-1],
     "add":      lambda a, b: a + b,

@@ -88,6 +88,12 @@ def special(x, y):
     return math.lgamma(x) * y + math.gamma(0.5 * y + 3.0) + np.logaddexp(x, y)
 
 
+def truncated(x, y):
+    # int(x): toward zero, slope 0 (NaN is left out: the CPU gives the x86
+    # "integer indefinite", a GPU 0)
+    return int(x) * y + x * y
+
+
 def names(x, abs, range, cuda):
     # parameters named like builtins and the CUDA module
     return math.fabs(x) * abs + range * cuda if x > 0 else x * range
@@ -205,6 +211,9 @@ CASES = _named(
         lambda t: symdiff.grad(special, argnums=(0, 1)), XS, YS
     ),
     vec_jit_special_functions_nan=_vec(lambda t: symdiff.jit(special), XS_NAN, YS_NAN),
+    vec_value_and_grad_int=_vec(
+        lambda t: symdiff.value_and_grad(truncated, argnums=(0, 1)), XS * 3.0, YS
+    ),
     vec_grad_parameter_names=_vec(
         lambda t: symdiff.grad(names, argnums=(0, 1, 2, 3)), XS, YS, POS, 2.0
     ),

@@ -625,10 +625,6 @@ def einsum_wrong_rank(A):
     return np.sum(np.einsum("ijk->i", A))
 
 
-def float_to_int(x):
-    return np.sum(x.astype(int))
-
-
 def to_float32(x):
     return np.sum(x.astype(np.float32))
 
@@ -670,7 +666,6 @@ def linspace_float_num(a):
         (einsum_ellipsis, (np.ones((2, 2)), np.ones((2, 2))), "ellipsis", "letter"),
         (einsum_bad_output, (np.ones((2, 2)),), "'k' does not appear", "output letter"),
         (einsum_wrong_rank, (np.ones((2, 2)),), "has 3 subscripts", "one letter"),
-        (float_to_int, (np.ones(2),), ".astype(int) of a float", "np.trunc"),
         (to_float32, (np.ones(2),), "float32 is not supported", "np.float64"),
         (
             hstack_ranks,

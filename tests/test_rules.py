@@ -29,6 +29,7 @@ ARRAY_NON_LEAF = {
 # op -> domain of each float argument (low, high); None: no derivative to check.
 SPECS = {
     "float": [(-3, 3)],
+    "int": None,  # piecewise constant
     "add": [(-3, 3), (-3, 3)],
     "sub": [(-3, 3), (-3, 3)],
     "mul": [(-3, 3), (-3, 3)],

@@ -42,6 +42,7 @@ from symdiff.backend.cuda_program import numpy_helpers
 from symdiff.backend.jit import IEEE_MATH, synthetic_filename
 from symdiff.errors import ArgumentError
 from symdiff.ir.node import topological
+from symdiff.ir.ops import OPS
 from symdiff.kernel import Kernel
 
 #: Threads per block.  Blocks: enough for every element, at most BLOCKS_PER_SM
@@ -209,8 +210,10 @@ def load(source: str, name: str) -> Callable[..., Any]:
     namespace: dict[str, Any] = {"__name__": f"symdiff_generated_{name}"}
     numba_cuda()
     exec(compile(source, filename, "exec"), namespace)
-    if simulated() and "math" in namespace:
-        namespace["math"] = IEEE_MATH
+    if simulated():
+        namespace["int"] = OPS["int"].impl  # int(NaN): no Python exception
+        if "math" in namespace:
+            namespace["math"] = IEEE_MATH
     if "THREADS" in namespace:  # an array program (symdiff.backend.cuda_program)
         if simulated():
             namespace["THREADS"] = SIMULATOR_THREADS

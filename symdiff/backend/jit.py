@@ -316,6 +316,7 @@ def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[...
     if ieee_math:
         # float(n) of an int stays a NumPy float: 1.0 / float(0) is inf
         namespace["float"] = np.float64
+        namespace["int"] = OPS["int"].impl  # NaN: no exception, as in Numba
         if "math" in namespace:
             namespace["math"] = IEEE_MATH
     fn = namespace[name]

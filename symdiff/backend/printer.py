@@ -24,6 +24,7 @@ P_IFEXP, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_UNARY, P_POW, P_ATOM = range
 #: An operand is wrapped when its precedence is below the given threshold.
 TEMPLATES: dict[str, tuple[str, int, int, int]] = {
     "float":    ("float({0})",         P_ATOM,  0,        0),
+    "int":      ("int({0})",           P_ATOM,  0,        0),
     # Pass-through ops print as their last operand (see ``Printer.definition``).
     "stop_gradient": ("{-1}",          P_ATOM,  0,        0),
     "custom":   ("{-1}",               P_ATOM,  0,        0),

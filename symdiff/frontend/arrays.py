@@ -1023,13 +1023,7 @@ def _astype(
         return B.to_float(node)
     if want == "bool":
         return B.truth(node)
-    if node.dtype == "float64":
-        # there is no float-to-int conversion in the IR yet
-        raise Unsupported(
-            ".astype(int) of a float array is not supported",
-            "np.trunc(x) truncates toward zero and keeps float64 (derivative 0)",
-        )
-    return B.to_int(node)
+    return B.truncate(node)  # toward zero, as NumPy casts
 
 
 def _float64(x: Value | None = None) -> Node:

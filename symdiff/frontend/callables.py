@@ -28,6 +28,7 @@ from symdiff.ir.build import (
     select,
     sub,
     to_float,
+    truncate,
 )
 from symdiff.ir.node import Node, constant
 from symdiff.ir.special import digamma
@@ -192,6 +193,8 @@ def _table() -> dict[int, Builtin]:
     add(builtins.min, Builtin("min", 2, None, _fold("min")))
     add(builtins.pow, Builtin("pow", 2, 2, pow_))
     add(builtins.float, Builtin("float", 1, 1, to_float))
+    add(builtins.int, Builtin("int", 1, 1, truncate))
+    add(math.trunc, Builtin("math.trunc", 1, 1, truncate))
     add(stop_gradient, Builtin("symdiff.stop_gradient", 1, 1, _op("stop_gradient")))
     return table
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import math
 import re
 import types
 from collections.abc import Callable
@@ -135,10 +134,10 @@ def _python_function(obj: object) -> types.FunctionType | None:
 
 def _unknown_help(obj: object) -> str:
     """What to write instead of a call symdiff cannot differentiate."""
-    if obj in (builtins.int, builtins.round, math.trunc):
+    if obj is builtins.round:
         return (
-            "rounding has slope 0 wherever it is defined: use math.floor(x) or "
-            "math.ceil(x) (np.floor, np.ceil), which symdiff differentiates so"
+            "rounding has slope 0 wherever it is defined: use np.rint(x) (half to "
+            "even, a float) or int(x) (toward zero), which symdiff differentiates so"
         )
     if isinstance(obj, type):
         return (

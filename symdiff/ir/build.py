@@ -256,6 +256,15 @@ def to_int(a: Node) -> Node:
     return select(a, constant(1), constant(0))
 
 
+def truncate(a: Node) -> Node:
+    """``int(a)``: a float toward zero (slope 0); a bool as 0 or 1."""
+    if a.dtype == "int64":
+        return a
+    if a.dtype == "bool":
+        return to_int(a)
+    return _plain("int", a)
+
+
 def to_float(a: Node) -> Node:
     if a.dtype == "float64":
         return a

@@ -119,6 +119,16 @@ def _gamma(a: Any) -> float:
         return math.inf
 
 
+def _int(a: Any) -> int:
+    """``int(x)``: toward zero, as Python; NaN and infinities give what Numba's
+    conversion gives (the x86 "integer indefinite" value), not an exception."""
+    if isinstance(a, (bool, int, np.integer)):
+        return int(a)
+    if not math.isfinite(a) or not -(2.0**63) <= a < 2.0**63:
+        return -(2**63)
+    return int(a)
+
+
 def _select(c: Any, a: Any, b: Any) -> Any:
     return a if c else b
 
@@ -144,6 +154,7 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("param",    0, LEAF,           FLOAT,     None),
     ("const",    0, LEAF,           FLOAT,     None),
     ("float",    1, CAST,           FLOAT,     lambda a: float(a)),
+    ("int",      1, CAST,           INT,       _int),
     ("stop_gradient", 1, PASS,      PROMOTE,   lambda a: a),
     # custom(inputs..., value): a user-ruled function; partials held in attrs
     ("custom",  -1, PASS,           SELECT_DT, lambda *a: a[-1]),

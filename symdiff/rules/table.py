@@ -95,6 +95,7 @@ def _extreme(compare: str, nan_wins: bool) -> Rule:
 # fmt: off
 PARTIALS: dict[str, Rule] = {
     "float":    lambda a, out: (ONE,),
+    "int":      _no_derivative,
     "stop_gradient": lambda a, out: (None,),
     # The user's rule, linearised at cotangent 1 when the call was lowered.
     "custom":   lambda *a: (*a[-1].attrs[0], None),
