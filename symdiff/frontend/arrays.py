@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from symdiff.frontend import linalg
+from symdiff.frontend import linalg, more_numpy
 from symdiff.frontend.values import Static, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
@@ -1458,6 +1458,7 @@ FUNCTIONS: dict[int, tuple[str, Builder]] = {
 }
 FUNCTIONS[id(np.linalg.norm)] = ("np.linalg.norm", _norm)
 FUNCTIONS.update(linalg.FUNCTIONS)  # solve, inv, det, slogdet, cholesky
+FUNCTIONS.update(more_numpy.FUNCTIONS)  # cross, polyval, nansum, sum(where=)...
 FUNCTIONS[id(builtins.sum)] = ("sum", _builtin_sum)
 
 

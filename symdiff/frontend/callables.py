@@ -128,6 +128,17 @@ def _isfinite(x: Node) -> Node:
     return apply("lt", apply("abs", x), constant(math.inf))
 
 
+def _hypot(*args: Node) -> Node:
+    """``math.hypot`` of any number of coordinates, folded pairwise (no overflow
+    of the squares): 0 of none, ``abs`` of one."""
+    if len(args) < 2:
+        return apply("abs", to_float(args[0])) if args else ZERO
+    result = args[0]
+    for arg in args[1:]:
+        result = apply("hypot", result, arg)
+    return result
+
+
 def _logaddexp2(a: Node, b: Node) -> Node:
     """``log2(2**a + 2**b)`` as ``logaddexp(a ln 2, b ln 2) / ln 2``."""
     ln2 = constant(math.log(2.0))
@@ -170,6 +181,7 @@ def _table() -> dict[int, Builtin]:
         ):
             add(getattr(module, name), Builtin(f"{module.__name__}.{name}", 1, 1, test))
     add(np.logaddexp2, Builtin("numpy.logaddexp2", 2, 2, _logaddexp2))
+    add(math.hypot, Builtin("math.hypot", 0, None, _hypot))  # any number, not 2
     add(getattr(math, "exp2", None), Builtin("math.exp2", 1, 1, exp2))
     rad = constant(math.pi / 180.0)
     deg = constant(180.0 / math.pi)

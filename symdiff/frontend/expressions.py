@@ -611,7 +611,7 @@ class ExpressionLowering:
             return self._build(
                 node, name, AR.METHODS[obj.name], [obj.array, *args], kwargs
             )
-        numpy_fn = AR.FUNCTIONS.get(id(obj))
+        numpy_fn = AR.FUNCTIONS.get(id(obj)) or AR.more_numpy.scipy_function(obj)
         if numpy_fn is not None:
             return self._build(node, name, numpy_fn[1], args, kwargs)
         if obj is builtins.len:
