@@ -58,17 +58,21 @@ def try_then_use(x):
     return x * guarded
 
 
-def uses_nested_def(x):
-    def inner(t):
-        return t * t
+def uses_nonlocal(x):
+    total = x
 
-    return inner(x) + 1.0
+    def bump(t):
+        nonlocal total
+        total = total + t
+        return total
+
+    return bump(x) + total
 
 
 # -- unsupported expressions ----------------------------------------------------------
-def uses_lambda(x):
+def returns_lambda(x):
     sq = lambda t: t * t
-    return sq(x) + x
+    return sq
 
 
 def uses_set_comprehension(x):
@@ -81,8 +85,8 @@ def many_problems(x, y):
     for _ in range(20):
         total = total + x
         if total > 10.0:
-            return total + 1.0
-    cube = lambda v: v * v * v
+            raise ValueError("too large")
+    cube = lambda *v: v[0] ** 3
     powers = {y**p for p in range(4)}
     return total * y
 
@@ -187,7 +191,9 @@ def calls_recursive(x):
 
 def helper_with_while(t):
     while t > 1.0:
-        return t / 2.0
+        t = t / 2.0
+    if t < 0.0:
+        raise ValueError("negative")
     return t
 
 
@@ -211,7 +217,7 @@ def helper_twice_on_one_line(x):
 def lambda_in_unrolled_loop(x):
     acc = x
     for i in range(5):
-        f = lambda z: z + i
+        f = lambda *z: z[0] + i
         acc = acc * 2.0
     return acc
 

@@ -206,17 +206,19 @@ def test_global_declaration():
     )
 
 
-def test_nested_def_is_reported_once():
-    # The nested `def` is the problem; calling `inner` afterwards must not add a
-    # misleading "name `inner` is not defined".
-    err = translation_error(cases.uses_nested_def, 2.0)
+def test_nonlocal_is_reported_once():
+    # `nonlocal` is the problem; assigning and reading `total` afterwards must
+    # not add a misleading "`total` is used before it is assigned".
+    err = translation_error(cases.uses_nonlocal, 2.0)
     check_diagnostic(
         err,
-        single(err, "uses_nested_def"),
-        "a nested `def` is not supported",
-        "def inner(t):",
-        "def",
-        hint="define the helper at module level and call it",
+        single(err, "uses_nonlocal"),
+        "`nonlocal` declarations are not supported: a local function cannot "
+        "change a variable of the function around it",
+        "nonlocal total",
+        hint="return the new value from the local function and assign it in the "
+        "enclosing one (`y = g(y)`)",
+        notes=(inlined_from("uses_nonlocal", "return bump(x) + total"),),
     )
 
 
@@ -235,28 +237,33 @@ def test_no_follow_on_errors_after_an_unsupported_try():
 
 
 # -- unsupported expressions ------------------------------------------------------------
-def test_lambda_inside_function():
-    err = translation_error(cases.uses_lambda, 2.0)
+def test_lambda_returned_as_a_value():
+    # a local function is inlined where it is called: it cannot be a result
+    err = translation_error(cases.returns_lambda, 2.0)
+    message = (
+        "a lambda cannot be returned: symdiff inlines local functions where they "
+        "are called"
+    )
+    hint = "call it here and use its value, or define it at module level"
     check_diagnostic(
         err,
-        single(err, "uses_lambda"),
-        "a `lambda` inside the function is not supported",
-        "sq = lambda t: t * t",
-        "lambda t: t * t",
-        hint="define a helper with `def`",
-        width=len("lambda t: t * t"),
+        single(err, "returns_lambda"),
+        message,
+        "return sq",
+        "sq",
+        hint=hint,
     )
-    line, col = locate("sq = lambda t: t * t", "lambda")
+    line, col = locate("return sq", "sq")
     assert str(err) == (
-        f"{header('uses_lambda', 1)}\n\n"
-        f"{display_file()}:{line}:{col}: a `lambda` inside the function is not "
-        "supported\n"
-        "    sq = lambda t: t * t\n"
-        "         ^~~~~~~~~~~~~~~\n"
-        "  help: define a helper with `def`"
+        f"{header('returns_lambda', 1)}\n\n"
+        f"{display_file()}:{line}:{col}: {message}\n"
+        "    return sq\n"
+        "           ^~\n"
+        f"  help: {hint}"
     )
 
 
+RAISE_HINT = "validate the arguments before calling the differentiated function"
 SET_HINT = (
     "use a list comprehension `[... for ...]`: sets have no order to differentiate "
     "along"
@@ -282,18 +289,18 @@ def test_all_problems_are_reported_together_in_source_order():
     assert str(err).startswith(header("many_problems", 3) + "\n\n")
     expected = [
         (
-            "`return` inside a loop is not supported",
-            "return total + 1.0",
-            "return",
-            "`break` out of the loop and return after it",
-            len("return total + 1.0"),
+            "`raise` is not supported",
+            'raise ValueError("too large")',
+            "raise",
+            RAISE_HINT,
+            len('raise ValueError("too large")'),
         ),
         (
-            "a `lambda` inside the function is not supported",
-            "cube = lambda v: v * v * v",
-            "lambda v: v * v * v",
-            "define a helper with `def`",
-            len("lambda v: v * v * v"),
+            "`*args` parameters are not supported",
+            "cube = lambda *v: v[0] ** 3",
+            "v:",
+            "list the parameters one by one",
+            len("v"),
         ),
         (
             "a set comprehension is not supported",
@@ -869,10 +876,10 @@ def test_error_inside_an_inlined_helper():
     check_diagnostic(
         err,
         single(err, "calls_bad_helper"),
-        "`return` inside a loop is not supported",
-        "return t / 2.0",
-        "return",
-        hint="`break` out of the loop and return after it",
+        "`raise` is not supported",
+        'raise ValueError("negative")',
+        "raise",
+        hint=RAISE_HINT,
         notes=(inlined_from("calls_bad_helper", "return helper_with_while(x) * 2.0"),),
     )
     note_line = locate("return helper_with_while(x) * 2.0")[0]
@@ -886,10 +893,10 @@ def test_error_two_helpers_deep_lists_the_call_chain():
     check_diagnostic(
         err,
         single(err, "calls_helper_twice_removed"),
-        "`return` inside a loop is not supported",
-        "return t / 2.0",
-        "return",
-        hint="`break` out of the loop and return after it",
+        "`raise` is not supported",
+        'raise ValueError("negative")',
+        "raise",
+        hint=RAISE_HINT,
         notes=(
             inlined_from("middle_helper", "return helper_with_while(u) + 1.0"),
             inlined_from("calls_helper_twice_removed", "return middle_helper(x) * x"),
@@ -903,11 +910,11 @@ def test_problem_in_an_unrolled_loop_is_reported_once():
     check_diagnostic(
         err,
         single(err, "lambda_in_unrolled_loop"),
-        "a `lambda` inside the function is not supported",
-        "f = lambda z: z + i",
-        "lambda z: z + i",
-        hint="define a helper with `def`",
-        width=len("lambda z: z + i"),
+        "`*args` parameters are not supported",
+        "f = lambda *z: z[0] + i",
+        "z:",
+        hint="list the parameters one by one",
+        width=len("z"),
     )
 
 
@@ -916,10 +923,10 @@ def test_helper_inlined_twice_on_one_line_is_reported_once():
     check_diagnostic(
         err,
         single(err, "helper_twice_on_one_line"),
-        "`return` inside a loop is not supported",
-        "return t / 2.0",
-        "return",
-        hint="`break` out of the loop and return after it",
+        "`raise` is not supported",
+        'raise ValueError("negative")',
+        "raise",
+        hint=RAISE_HINT,
         notes=(
             inlined_from(
                 "helper_twice_on_one_line",

@@ -44,10 +44,6 @@ def uses_round(x):
     return round(x) + x
 
 
-def uses_int(x):
-    return int(x) * x
-
-
 def uses_class(x):
     return Affine(2.0).a * x
 
@@ -59,8 +55,7 @@ def unknown_keyword(x):
 @pytest.mark.parametrize(
     "fn, arg, message, hint",
     [
-        (uses_round, 1.5, "unknown function `round`", "math.floor(x) or math.ceil(x)"),
-        (uses_int, 1.5, "unknown function `int`", "math.floor(x) or math.ceil(x)"),
+        (uses_round, 1.5, "unknown function `round`", "np.rint(x) (half to even"),
         (uses_class, 1.5, "unknown function `Affine`", "`Affine` is a class"),
         (
             unknown_keyword,

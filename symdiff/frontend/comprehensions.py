@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.arrays import Unsupported
 from symdiff.frontend.loops import UNROLL, LoopContext, Source
-from symdiff.frontend.statements import _local_names_of
+from symdiff.frontend.statements import LIST_HINT, _local_names_of
 from symdiff.frontend.values import Static, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
@@ -200,6 +200,8 @@ class ComprehensionLowering:
     for_loop: Callable[..., None]
     _source: Callable[..., Source | None]
     _stmt_If: Callable[..., None]
+    _poison_loop: Callable[..., None]
+    _has_jump: Callable[..., bool]
 
     # -- expressions --------------------------------------------------------------
     def _expr_GeneratorExp(
@@ -414,6 +416,128 @@ class ComprehensionLowering:
             name += "_"
         return name
 
+    # -- lists grown in a loop node ---------------------------------------------------
+    def appending_loop(self, stmt: ast.For, source: Source) -> bool:
+        """A loop node whose body appends to lists that are empty before it, one
+        item per iteration: each list is an array of the trip count, row ``k``
+        set by iteration ``k``, as a list comprehension over a run-time range is
+        (its ``Emit`` does the row, widening the array's kind as it needs).
+        False, doing nothing, when the loop appends to no list from before it."""
+        frame = self.frame
+        found = [
+            (name, call, where)
+            for name, call, where in _appends(stmt.body)
+            if isinstance(frame.env.get(name), tuple)
+        ]
+        if not found:
+            return False
+        problem = self._append_problem(stmt, found)
+        if problem is not None:
+            self.error(*problem, LIST_HINT)
+            self._poison_loop(stmt)
+            for name, _, _ in found:
+                frame.env[name] = self.poison
+            return True
+        comps: list[Comprehension] = []
+        body = list(stmt.body)
+        for name, append, _ in found:
+            comp = Comprehension(stmt, "array", 0, frame, frame.loop, frozenset())  # type: ignore[arg-type]
+            comp.acc = name  # the body reads it nowhere else (_append_problem)
+            target = ast.copy_location(ast.Name(id=name, ctx=ast.Store()), append)
+            emit = _synthetic(
+                Emit, append, comp, target=target, value=append.value.args[0]
+            )
+            body[body.index(append)] = emit
+            comps.append(comp)
+        loop = ast.copy_location(
+            ast.For(target=stmt.target, iter=stmt.iter, body=body, orelse=stmt.orelse),
+            stmt,
+        )
+        length = _length(source.count)
+        env0, reported = dict(frame.env), len(self.diagnostics)
+        for _attempt in range(3):  # items of another kind: allocate, lower again
+            for comp in comps:
+                dtype, shape = comp.kind
+                frame.env[comp.acc] = A.full(_zero(dtype), (length, *shape))
+            try:
+                self.for_loop(loop, source)
+            except Retry:  # an item that is not a number or an array
+                frame.env = dict(env0)
+                del self.diagnostics[reported:]
+                (name, append, _), *_ = found
+                self.error(
+                    append,
+                    f"the items appended to `{name}` in a loop of run-time length "
+                    "must be numbers or arrays",
+                    "append to one list per part, or " + LIST_HINT,
+                )
+                self._poison_loop(stmt)
+                for name, _, _ in found:
+                    frame.env[name] = self.poison
+                return True
+            if all(comp.retry is None for comp in comps):
+                break
+            frame.env = dict(env0)
+            del self.diagnostics[reported:]
+            for comp in comps:
+                if comp.retry is not None:
+                    comp.kind, comp.retry, comp.emitted = comp.retry, None, 0
+        return True
+
+    def _append_problem(
+        self, stmt: ast.For, found: list[tuple[str, ast.Expr, str]]
+    ) -> tuple[ast.AST, str] | None:
+        """Why the lists ``stmt`` appends to cannot be arrays of its trip count:
+        (where, message), or None."""
+        frame = self.frame
+        seen: set[str] = set()
+        appends = {id(call.value.func.value) for _, call, _ in found}  # type: ignore[attr-defined]
+        for name, call, where in found:
+            if where:
+                what = "under a condition" if where == "if" else "in an inner loop"
+                return call, (
+                    f"appending to `{name}` {what} in a loop of run-time "
+                    "length gives a list of unknown length"
+                )
+            if name in seen:
+                return call, (
+                    f"`{name}` is appended to more than once per iteration of a "
+                    "loop of run-time length"
+                )
+            seen.add(name)
+            if frame.env[name]:
+                return call, (
+                    f"`{name}` must be empty before a loop of run-time length "
+                    "appends to it"
+                )
+            if any(name in env for env in frame.branches):
+                return call, (
+                    f"appending to `{name}` under a condition known only at run "
+                    "time gives a list of unknown length"
+                )
+            loop = frame.loop
+            if loop is not None and loop.index is not None and name in loop.outer:
+                return call, (
+                    f"appending to `{name}` in nested loops of run-time length "
+                    "gives a list of unknown length"
+                )
+            for node in ast.walk(ast.Module(body=stmt.body, type_ignores=[])):
+                if (
+                    isinstance(node, ast.Name)
+                    and node.id == name
+                    and id(node) not in appends
+                ):
+                    return node, (
+                        f"`{name}` is used inside the loop that appends to it, "
+                        "where its length is known only at run time"
+                    )
+        if self._has_jump(stmt.body, (ast.Break, ast.Continue)):
+            return stmt, (
+                f"a loop of run-time length that appends to `{found[0][0]}` "
+                "cannot `break` or `continue`"
+            )
+        return None
+
     # -- its statements -----------------------------------------------------------
     def _stmt_Clause(self, stmt: Clause) -> None:
         comp = stmt.comp
@@ -516,6 +640,37 @@ class ComprehensionLowering:
             spec = A.row_spec(len(acc.shape))
             env[comp.acc] = A.index_update(acc, item, spec, (k,), "set")
         comp.emitted += 1
+
+
+def _is_append(stmt: ast.stmt) -> bool:
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "append"
+        and isinstance(call.func.value, ast.Name)
+    )
+
+
+def _appends(body: list[ast.stmt]) -> list[tuple[str, ast.Expr, str]]:
+    """The ``name.append(v)`` statements of ``body`` and of the blocks nested in
+    it (not in local functions), in source order, each with where it is: ""
+    (a statement of ``body``), "if" or "loop" (inside one)."""
+    found: list[tuple[str, ast.Expr, str]] = []
+    stack: list[tuple[ast.stmt, str]] = [(s, "") for s in reversed(body)]
+    while stack:
+        stmt, where = stack.pop()
+        if _is_append(stmt):
+            name = stmt.value.func.value.id  # type: ignore[attr-defined]
+            found.append((name, stmt, where))  # type: ignore[arg-type]
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        inner = where or ("loop" if isinstance(stmt, (ast.For, ast.While)) else "if")
+        blocks = [getattr(stmt, f, []) for f in ("body", "orelse", "finalbody")]
+        children = [c for block in blocks for c in block if isinstance(c, ast.stmt)]
+        stack.extend((c, inner) for c in reversed(children))
+    return found
 
 
 def _consumer(node: ast.ListComp | ast.GeneratorExp) -> str:

@@ -21,7 +21,7 @@ from symdiff.custom import custom_vjp
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import lookup
-from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir.node import Node, constant
@@ -65,7 +65,6 @@ _OP_SYMBOLS = {
 
 # Expression kinds symdiff rejects, with what to write instead.
 UNSUPPORTED_EXPRESSIONS: dict[type, tuple[str, str]] = {
-    ast.Lambda: ("a `lambda` inside the function", "define a helper with `def`"),
     ast.SetComp: (
         "a set comprehension",
         "use a list comprehension `[... for ...]`: sets have no order to "
@@ -161,6 +160,9 @@ class ExpressionLowering:
     error: Callable[..., Node]
     inline: Callable[..., Value]
     inline_custom: Callable[..., Value]
+    inline_local: Callable[..., Value]
+    local_function: Callable[..., Value]
+    escaping: Callable[..., bool]
     in_fwd: set[int]
     assign: Callable[..., None]
     conditional: set[int]
@@ -228,6 +230,8 @@ class ExpressionLowering:
             return [e for e in (node.lower, node.upper, node.step) if e is not None]
         if isinstance(node, ast.NamedExpr):
             return [node.value]
+        if isinstance(node, ast.Lambda):
+            return list(node.args.defaults)  # evaluated where it is defined
         return []
 
     def _combine(self, node: ast.expr, values: list[Value], test: bool) -> Value:
@@ -297,6 +301,8 @@ class ExpressionLowering:
             return a
         if isinstance(b, Undefined):
             return b
+        if a is self.poison or b is self.poison:
+            return self.poison  # already reported
         return self.error(
             node,
             "the two branches give values of different kinds "
@@ -569,6 +575,9 @@ class ExpressionLowering:
             )
         return base[i]
 
+    def _expr_Lambda(self, node: ast.Lambda, values: list[Value], test: bool) -> Value:
+        return self.local_function(node, "<lambda>", values)
+
     def _expr_NamedExpr(
         self, node: ast.NamedExpr, values: list[Value], test: bool
     ) -> Value:
@@ -604,6 +613,18 @@ class ExpressionLowering:
         if not isinstance(callee, Static):
             return self.error(node.func, f"`{name}` is not a function")
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
+        if isinstance(obj, LocalFunction):
+            return self.inline_local(node, obj, args, kwargs)
+        inlined = isinstance(obj, types.FunctionType) or _python_function(obj)
+        if not inlined or isinstance(obj, custom_vjp):
+            # only the user's own helpers may take a local function (and call it)
+            for arg, value in zip(
+                [*node.args, *(k.value for k in node.keywords)],
+                [*args, *kwargs.values()],
+                strict=True,
+            ):
+                if self.escaping(arg, value, f"passed to `{name}`"):
+                    return self.poison
         consumed = self.iterable_call(node, name, obj, args, kwargs)
         if consumed is not None:  # sum(... for ...), max of a tuple
             return consumed
@@ -611,6 +632,12 @@ class ExpressionLowering:
             return self._build(
                 node, name, AR.METHODS[obj.name], [obj.array, *args], kwargs
             )
+        if obj is np.stack and len(args) == 1 and not kwargs:
+            (rows,) = args
+            if isinstance(rows, Node) and rows.shape:
+                # the rows of an array (a list grown in a loop node) stacked
+                # again: the array itself, as NumPy gives
+                return rows
         numpy_fn = AR.FUNCTIONS.get(id(obj)) or AR.more_numpy.scipy_function(obj)
         if numpy_fn is not None:
             return self._build(node, name, numpy_fn[1], args, kwargs)

@@ -58,6 +58,9 @@ class LoopContext:
     continues: list[tuple[Node, dict[str, Value]]] = field(default_factory=list)
     #: the iteration number of a loop node's body (None in an unrolled loop)
     index: Node | None = None
+    #: the variables that exist where an iteration starts (lists among them
+    #: cannot grow where the iteration may not reach: ``StatementLowering``)
+    outer: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -169,15 +172,21 @@ class LoopLowering:
     condition: Callable[..., Node]
     #: the trip counts of the unrolled loops being lowered, outermost first
     unrolled_trips: list[int]
+    frames: list[Frame]
+    appending_loop: Callable[..., bool]
+    #: the loop bodies being lowered: (their frame's index, their capture)
+    captures: list[tuple[int, Callable[..., Value]]]
 
     # -- for ------------------------------------------------------------------------
     def _stmt_For(self, stmt: ast.For) -> None:
         copies = _unrolled_copies(stmt.body)  # of the constant ranges inside
         for trips in self.unrolled_trips:  # times the unrolled loops around it
             copies *= max(trips, 1)
-        self.for_loop(
-            stmt, self._source(stmt.iter, min(UNROLL, UNROLL_NESTED // copies))
-        )
+        source = self._source(stmt.iter, min(UNROLL, UNROLL_NESTED // copies))
+        if source is not None and source.items is None:
+            if self.appending_loop(stmt, source):  # ys.append(v) in a loop node
+                return
+        self.for_loop(stmt, source)
 
     def for_loop(
         self,
@@ -236,6 +245,7 @@ class LoopLowering:
             for item in items:
                 start = frame.live
                 ctx.continues = []
+                ctx.outer = frozenset(frame.env)
                 self.assign(stmt.target, item)
                 self.block(stmt.body)
                 records = list(ctx.continues)
@@ -598,6 +608,7 @@ class LoopLowering:
         # that value, or from 0 when it had none (widened to its dtype and shape
         # by lowering the body again).
         later = _read_after(frame.source.tree, stmt) - private
+        later -= _functions_defined(stmt.body)  # a value of the body only
         for name in sorted((assigned | targets) - set(state_names)):
             before = env0.get(name)
             if name in later and not isinstance(before, Static):
@@ -740,10 +751,13 @@ class LoopLowering:
         for v, name in zip(carried, leaf_names, strict=True):
             self.hints.setdefault(v, name)
         saved = (frame.env, frame.live, frame.returns, frame.loop)
-        ctx = LoopContext(index=index)
+        ctx = LoopContext(index=index, outer=frozenset(env))
         frame.env, frame.live, frame.returns = env, B.TRUE, []
         frame.loop = ctx
         test_node = None
+        # a local function called in the body reads its defining frame's
+        # variables through this capture too (Lowerer.inline_local)
+        self.captures.append((len(self.frames) - 1, capture))
         try:
             if test is not None:
                 t = self.condition(test, self.expr(test, test=True))
@@ -755,6 +769,7 @@ class LoopLowering:
             end = (frame.live, frame.env)
         finally:
             frame.env, frame.live, frame.returns, frame.loop = saved
+            self.captures.pop()
         if len(self.diagnostics) > reported:
             return None
         if flag is not None:
@@ -826,15 +841,46 @@ def _mergeable(a: Value, b: Value) -> bool:
 
 
 def _read_after(tree: ast.AST, stmt: ast.stmt) -> set[str]:
-    """Names read anywhere after ``stmt`` ends, in the function being lowered."""
+    """Names read anywhere after ``stmt`` ends, in the function being lowered;
+    also those read by a local function defined outside ``stmt``, which may be
+    called after it."""
     end = getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno
-    return {
-        n.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Name)
-        and isinstance(n.ctx, ast.Load)
-        and getattr(n, "lineno", 0) > end
-    }
+    read: set[str] = set()
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, in_local = stack.pop()
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if line > end or (in_local and not stmt.lineno <= line <= end):
+                read.add(node.id)
+        local = in_local or (
+            node is not tree and isinstance(node, (ast.FunctionDef, ast.Lambda))
+        )
+        stack.extend((child, local) for child in ast.iter_child_nodes(node))
+    return read
+
+
+def _functions_defined(body: list[ast.stmt]) -> set[str]:
+    """The names ``body`` binds to local functions (``def``, ``h = lambda ...``):
+    not loop state, which holds numbers and arrays."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+            continue
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Lambda)
+            and all(isinstance(t, ast.Name) for t in node.targets)
+        ):
+            names.update(t.id for t in node.targets)  # type: ignore[attr-defined]
+        if isinstance(node, ast.stmt):
+            stack.extend(
+                c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)
+            )
+    return names
 
 
 def _widen(

@@ -33,8 +33,8 @@ from symdiff.frontend.comprehensions import ComprehensionLowering
 from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.loops import LoopContext, LoopLowering
 from symdiff.frontend.source import FunctionSource, function_source
-from symdiff.frontend.statements import StatementLowering, _local_names
-from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.frontend.statements import StatementLowering, _local_names, _walk_scope
+from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
 from symdiff.ir import build as B
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
@@ -53,6 +53,29 @@ class Frame:
     returns: list[tuple[Node, Value]] = field(default_factory=list)
     running: bool = True  # False for a frame that only holds parameters
     loop: LoopContext | None = None  # the loop body being lowered, if any
+    # the environments where the run-time `if`s being lowered start (a list
+    # from before one cannot grow in it: StatementLowering)
+    branches: list[dict[str, Value]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LocalSource(FunctionSource):
+    """The source of a local function: the tree of its ``def`` or ``lambda``, in
+    the file of the function that defines it (whose globals it reads)."""
+
+    local_name: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.local_name
+
+
+@dataclass(frozen=True)
+class _Default:
+    """A parameter's default in a local function's signature: item ``index`` of
+    the tuple of default values."""
+
+    index: int
 
 
 @dataclass(frozen=True)
@@ -151,6 +174,11 @@ class Lowerer(
         # ids of the generator expressions passed to a call, which lowers them
         # (ComprehensionLowering)
         self.generator_args: set[int] = set()
+        # the loop bodies being lowered, innermost last: (the index of their
+        # frame, the function that takes a value from outside into the body)
+        self.captures: list[tuple[int, Callable[..., Value]]] = []
+        # a number for each local function's defaults (their variable's name)
+        self.local_count = 0
 
     @property
     def frame(self) -> Frame:
@@ -319,7 +347,32 @@ class Lowerer(
             result = self._run_frame(frame)
         finally:
             self.frames.pop()
-        for pname in _written_into(source.tree):
+        if self._writes_into_argument(call, name, frame, bound, result):
+            return self.poison
+        if len(self.diagnostics) > reported and _is_library(fn):
+            # Problems deep inside someone else's code help nobody: say it once,
+            # at the user's call.
+            del self.diagnostics[reported:]
+            module = getattr(fn, "__module__", "?")
+            return self.error(
+                call,
+                f"cannot differentiate library function `{module}.{name}`",
+                "write the computation with math/numpy functions and your own helpers",
+            )
+        return result
+
+    def _writes_into_argument(
+        self,
+        call: ast.AST,
+        name: str,
+        frame: Frame,
+        bound: dict[str, Value],
+        result: Value,
+    ) -> bool:
+        """Report a helper that wrote into an array argument it did not return."""
+        if isinstance(frame.source.tree, ast.Lambda):
+            return False
+        for pname in _written_into(frame.source.tree):
             before = bound.get(pname)
             after = frame.env.get(pname)
             returned = result is after or (
@@ -333,7 +386,7 @@ class Lowerer(
             ):
                 # NumPy would change the caller's array; a helper's writes stay
                 # in the helper here (arrays are values): say so, not a wrong value
-                return self.error(
+                self.error(
                     call,
                     f"`{name}` writes into its array argument `{pname}`, which "
                     "would change the caller's array; symdiff passes arrays to "
@@ -342,17 +395,156 @@ class Lowerer(
                     f"(`{pname} = {name}(...)`), or write into a copy there "
                     f"(`{pname} = {pname}.copy()`)",
                 )
-        if len(self.diagnostics) > reported and _is_library(fn):
-            # Problems deep inside someone else's code help nobody: say it once,
-            # at the user's call.
-            del self.diagnostics[reported:]
-            module = getattr(fn, "__module__", "?")
+                return True
+        return False
+
+    # -- local functions ----------------------------------------------------------
+    def local_function(
+        self, tree: ast.FunctionDef | ast.Lambda, name: str, defaults: list[Value]
+    ) -> Value:
+        """The value of a local ``def`` or ``lambda`` (``defaults``: the values of
+        its defaults): checked here, inlined at each call."""
+        reported = len(self.diagnostics)
+        self._check_signature(tree)
+        self._check_free_writes(tree, name)
+        if len(self.diagnostics) > reported or any(d is self.poison for d in defaults):
+            return self.poison
+        a = tree.args
+        positional = [*a.posonlyargs, *a.args]
+        first = len(positional) - len(defaults)
+        kinds = (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+        signature = inspect.Signature(
+            [
+                inspect.Parameter(
+                    p.arg,
+                    kinds[i >= len(a.posonlyargs)],
+                    default=_Default(i - first) if i >= first else inspect._empty,
+                )
+                for i, p in enumerate(positional)
+            ]
+        )
+        key = ""
+        if defaults:
+            self.local_count += 1
+            key = f"{name}.defaults{self.local_count}"  # no Python name looks so
+            self.frame.env[key] = tuple(defaults)
+        return Static(LocalFunction(tree, name, self.frame, signature, key))
+
+    def _check_free_writes(self, tree: ast.FunctionDef | ast.Lambda, name: str) -> None:
+        """Report element writes (``y[i] = v``) into a variable of the enclosing
+        function: Python changes its array there; here arrays are values."""
+        body = tree.body if isinstance(tree, ast.FunctionDef) else [tree.body]
+        params = {a.arg for a in (*tree.args.posonlyargs, *tree.args.args)}
+        assigned: set[str] = set()
+        written: list[ast.Subscript] = []
+        for stmt in body:
+            for node in _walk_scope(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    assigned.add(node.id)
+                elif (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                ):
+                    written.append(node)
+        for node in written:
+            var = node.value.id  # type: ignore[attr-defined]
+            if var not in params and var not in assigned:
+                self.error(
+                    node,
+                    f"`{name}` writes into `{var}` of the function around it, "
+                    "which Python would change there; symdiff passes arrays as "
+                    "values",
+                    f"return the new array from `{name}` and assign it in the "
+                    f"enclosing function (`{var} = {name}(...)`)",
+                )
+                return
+
+    def inline_local(
+        self,
+        call: ast.Call,
+        local: LocalFunction,
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> Value:
+        """A call of a local function: its body lowered in place, in a frame that
+        starts with the variables of the frame that defined it as they are now
+        (a closure reads them at the call), and the arguments."""
+        name = ast.unparse(call.func) if local.name == "<lambda>" else local.name
+        tree = local.tree
+        if any(f.running and f.source.tree is tree for f in self.frames):
             return self.error(
                 call,
-                f"cannot differentiate library function `{module}.{name}`",
-                "write the computation with math/numpy functions and your own helpers",
+                f"recursive call of `{name}` cannot be inlined",
+                "rewrite the recursion as a loop",
             )
+        scope = local.scope
+        depth = next((i for i, f in enumerate(self.frames) if f is scope), None)
+        defaults = scope.env.get(local.defaults, ()) if local.defaults else ()
+        if depth is None or not isinstance(defaults, tuple):
+            return self.error(
+                call,
+                f"`{name}` is called where the variables it reads are gone",
+                "call it in the block that defines it, or define it at module level",
+            )
+        try:
+            arguments = local.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            return self.error(call, f"bad call of `{name}`: {exc}")
+        arguments.apply_defaults()
+        own = _local_names(tree) | set(arguments.arguments)
+        env = {k: v for k, v in scope.env.items() if k not in own}
+        # loop bodies entered since the defining frame's own: what the body reads
+        # from that frame comes into each of them as a captured variable
+        for at, capture in self.captures:
+            if at > depth:
+                env = {k: capture(v, k) for k, v in env.items()}
+                defaults = capture(defaults)  # type: ignore[assignment]
+        bound: dict[str, Value] = {}
+        for pname, value in arguments.arguments.items():
+            if isinstance(value, _Default):
+                value = defaults[value.index]
+            bound[pname] = value
+            if isinstance(value, Node):
+                self.hints.setdefault(value, pname)
+        env.update(bound)
+        here = self.frame.source
+        source = LocalSource(here.fn, tree, here.filename, name)
+        site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
+        # a variable the enclosing function assigns later cannot be read yet
+        later = scope.local_names - scope.env.keys()
+        frame = Frame(source, env, own | later, site)
+        self.frames.append(frame)
+        try:
+            result = self._run_frame(frame)
+        finally:
+            self.frames.pop()
+        if self._writes_into_argument(call, name, frame, bound, result):
+            return self.poison
         return result
+
+    def escaping(self, node: ast.AST, value: Value, what: str) -> bool:
+        """Report a local function in ``value``, which is ``what`` ("returned",
+        "passed to `np.exp`"): it can only be called."""
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, tuple):
+                stack.extend(v)
+            elif isinstance(v, Static) and isinstance(v.obj, LocalFunction):
+                fn = v.obj.name
+                who = "a lambda" if fn == "<lambda>" else f"the local function `{fn}`"
+                self.error(
+                    node,
+                    f"{who} cannot be {what}: symdiff inlines local functions "
+                    "where they are called",
+                    "call it here and use its value, or define it at module level",
+                )
+                return True
+        return False
 
     def _bind(
         self,

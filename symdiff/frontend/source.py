@@ -11,6 +11,7 @@ import types
 from dataclasses import dataclass
 
 from symdiff.errors import SourceUnavailableError
+from symdiff.frontend.returns import rewrite_loop_returns
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
                 node.col_offset += indent
                 if getattr(node, "end_col_offset", None) is not None:
                     node.end_col_offset += indent
-    return tree
+    return rewrite_loop_returns(tree)
 
 
 def _find_lambda(fn: types.FunctionType) -> ast.Lambda:

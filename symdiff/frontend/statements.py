@@ -40,20 +40,22 @@ UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
         "pass the value as an argument",
     ),
     ast.Nonlocal: (
-        "`nonlocal` declarations are not supported",
-        "pass the value as an argument",
+        "`nonlocal` declarations are not supported: a local function cannot "
+        "change a variable of the function around it",
+        "return the new value from the local function and assign it in the "
+        "enclosing one (`y = g(y)`)",
     ),
     ast.Delete: ("`del` is not supported", "remove it"),
-    ast.FunctionDef: (
-        "a nested `def` is not supported",
-        "define the helper at module level and call it",
-    ),
     ast.ClassDef: ("a class definition is not supported", "define it at module level"),
     ast.AsyncFunctionDef: ("an `async def` is not supported", "use a plain `def`"),
     ast.AsyncFor: ("`async for` is not supported", "use a plain `for`"),
     ast.AsyncWith: ("`async with` is not supported", "remove it"),
     ast.Match: ("`match` statements are not supported", "use `if`/`elif`/`else`"),
 }
+
+
+#: What to write instead of a list whose length is known only at run time.
+LIST_HINT = "preallocate the array, `out = np.zeros(n)`, and assign `out[i] = v`"
 
 
 def _local_names(tree: ast.FunctionDef | ast.Lambda) -> set[str]:
@@ -77,11 +79,14 @@ def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
                 names.add(node.value.id)  # `out[i] = v` rebinds `out`
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
     return names
 
 
 def _walk_scope(root: ast.AST) -> list[ast.AST]:
-    """``ast.walk`` without the targets of comprehensions (iteratively)."""
+    """``ast.walk`` without the targets of comprehensions and the bodies of local
+    functions, which are scopes of their own (iteratively)."""
     out: list[ast.AST] = []
     stack = [root]
     while stack:
@@ -89,6 +94,11 @@ def _walk_scope(root: ast.AST) -> list[ast.AST]:
         out.append(node)
         if isinstance(node, ast.comprehension):
             stack.extend((node.iter, *node.ifs))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            # its defaults and decorators are evaluated in the enclosing scope
+            stack.extend(node.args.defaults)
+            stack.extend(d for d in node.args.kw_defaults if d is not None)
+            stack.extend(getattr(node, "decorator_list", []))
         else:
             stack.extend(ast.iter_child_nodes(node))
     return out
@@ -104,6 +114,8 @@ class StatementLowering:
     expr: Callable[..., Value]
     scalar: Callable[..., Node]
     merge: Callable[..., Value]
+    local_function: Callable[..., Value]
+    escaping: Callable[..., bool]
 
     def block(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
@@ -281,13 +293,36 @@ class StatementLowering:
         self.set_item(target, self.expr(value.value), mode, aligned=True)
         return True
 
+    def _stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
+        """A local function: inlined at each call (``Lowerer.inline_local``)."""
+        if stmt.decorator_list:
+            self.error(
+                stmt.decorator_list[0],
+                "a decorator on a local function is not supported",
+                "remove it, or define the function at module level",
+            )
+            self.frame.env[stmt.name] = self.poison
+            return
+        defaults = [self.expr(d) for d in stmt.args.defaults]
+        self.frame.env[stmt.name] = self.local_function(stmt, stmt.name, defaults)
+
+    def _stmt_Nonlocal(self, stmt: ast.Nonlocal) -> None:
+        self._declaration(stmt)
+
+    def _stmt_Global(self, stmt: ast.Global) -> None:
+        self._declaration(stmt)
+
+    def _declaration(self, stmt: ast.Nonlocal | ast.Global) -> None:
+        what, hint = UNSUPPORTED_STATEMENTS[type(stmt)]
+        self.error(stmt, what, hint)
+        for name in stmt.names:  # no follow-on errors where they are used
+            self.frame.env[name] = self.poison
+
     def _stmt_Return(self, stmt: ast.Return) -> None:
         if self.frame.loop is not None:
-            self.error(
-                stmt,
-                "`return` inside a loop is not supported",
-                "`break` out of the loop and return after it",
-            )
+            # returns in loops were rewritten into a break (frontend/returns.py),
+            # except one without a value
+            self.error(stmt, "`return` without a value", "return the function's result")
             self.frame.live = B.FALSE
             return
         if stmt.value is None:
@@ -295,6 +330,8 @@ class StatementLowering:
             value: Value = self.poison
         else:
             value = self.expr(stmt.value)
+            if self.escaping(stmt.value, value, "returned"):
+                value = self.poison
         self.frame.returns.append((self.frame.live, value))
         self.frame.live = B.FALSE
 
@@ -304,6 +341,8 @@ class StatementLowering:
             return  # a docstring or a bare constant: no effect
         if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
             self.expr(value)  # reports the construct itself
+            return
+        if isinstance(value, ast.Call) and self._list_method(stmt, value):
             return
         if isinstance(value, ast.Call):
             name = ast.unparse(value.func)
@@ -318,6 +357,64 @@ class StatementLowering:
             "an expression statement has no effect on the result",
             "assign its value to a variable, or remove it",
         )
+
+    def _list_method(self, stmt: ast.Expr, call: ast.Call) -> bool:
+        """``ys.append(v)`` (or ``ys.extend(t)`` of a tuple) on a list, which is a
+        tuple of values: ``ys`` is rebound to the longer tuple, where its length
+        stays known (straight-line code, unrolled loops).  False for a call of
+        anything but a list's method."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            return False
+        name, method = func.value.id, func.attr
+        frame = self.frame
+        items = frame.env.get(name)
+        if items is self.poison:
+            return True  # already reported
+        if not isinstance(items, tuple):
+            return False
+        where = f"`{name}.{method}`"
+        if method not in ("append", "extend"):
+            self.error(stmt, f"{where} is not supported", LIST_HINT)
+            frame.env[name] = self.poison
+            return True
+        loop = frame.loop
+        if loop is not None and name in loop.outer:
+            if loop.index is not None or loop.continues or loop.breaks:
+                self.error(
+                    stmt,
+                    f"appending to `{name}` in this loop gives a list whose length "
+                    "is known only at run time",
+                    LIST_HINT,
+                )
+                frame.env[name] = self.poison
+                return True
+        if any(name in env for env in frame.branches):
+            self.error(
+                stmt,
+                f"appending to `{name}` under a condition known only at run time "
+                "gives a list of unknown length",
+                "append on every path (`v if cond else 0.0`), or " + LIST_HINT,
+            )
+            frame.env[name] = self.poison
+            return True
+        if len(call.args) != 1 or call.keywords:
+            self.error(stmt, f"{where} takes one argument")
+            return True
+        value = self.expr(call.args[0])
+        if method == "append":
+            frame.env[name] = (*items, value)
+        elif isinstance(value, tuple):
+            frame.env[name] = (*items, *value)
+        elif value is not self.poison:
+            self.error(
+                call.args[0],
+                f"{where} of an array gives a list whose length is not known when "
+                "compiling",
+                "append the items one by one, or join arrays with np.concatenate",
+            )
+            frame.env[name] = self.poison
+        return True
 
     def _stmt_Pass(self, stmt: ast.Pass) -> None:
         pass
@@ -361,12 +458,17 @@ class StatementLowering:
             self.block(stmt.body if cond.value else stmt.orelse)
             return
         env0, live0 = dict(frame.env), frame.live
-        frame.live = B.logical_and(live0, cond)
-        self.block(stmt.body)
-        env_then, live_then = frame.env, frame.live
-        frame.env, frame.live = dict(env0), B.logical_and(live0, B.logical_not(cond))
-        self.block(stmt.orelse)
-        env_else, live_else = frame.env, frame.live
+        frame.branches.append(env0)
+        try:
+            frame.live = B.logical_and(live0, cond)
+            self.block(stmt.body)
+            env_then, live_then = frame.env, frame.live
+            frame.env = dict(env0)
+            frame.live = B.logical_and(live0, B.logical_not(cond))
+            self.block(stmt.orelse)
+            env_else, live_else = frame.env, frame.live
+        finally:
+            frame.branches.pop()
         if live_then is B.FALSE:
             return  # the state after the `if` is the else branch's
         if live_else is B.FALSE:

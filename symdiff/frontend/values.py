@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from symdiff.ir.node import Node
+
+if TYPE_CHECKING:
+    from symdiff.frontend.lower import Frame
 
 
 @dataclass(frozen=True)
@@ -20,6 +26,21 @@ class Undefined:
 
     name: str
     line: int
+
+
+@dataclass(eq=False)
+class LocalFunction:
+    """A ``def`` or ``lambda`` inside the function being lowered, inlined at each
+    call.  Its body reads the variables of ``scope`` (the frame that defined it)
+    as they are at the call, as a Python closure does; the values of its defaults,
+    computed where it is defined, are the variable ``defaults`` of that frame, so
+    that a loop around a call captures them like any other variable."""
+
+    tree: ast.FunctionDef | ast.Lambda
+    name: str
+    scope: Frame
+    signature: inspect.Signature
+    defaults: str = ""  # the name of the frame variable holding the defaults
 
 
 Value = Node | tuple["Value", ...] | Static | Undefined
