@@ -187,3 +187,33 @@ def test_array_input_in_forward_mode():
     np.testing.assert_allclose(jac, 3.0 * 2.0 * 1.5**2 * x, rtol=1e-13)
     hess = symdiff.hessian(scaled_norm)(x, 1.5)
     np.testing.assert_allclose(hess, 3.0 * 2.0 * 1.5**2 * np.eye(4), rtol=1e-13)
+
+
+@symdiff.custom_vjp
+def dot(x, y):
+    return np.sum(x * y)
+
+
+def dot_fwd(x, y):
+    return np.sum(x * y), (x, y)
+
+
+def dot_bwd(res, g):
+    x, y = res
+    return (g * y, g * x)  # y's length for x's: equal when the kernel runs
+
+
+dot.defvjp(dot_fwd, dot_bwd)
+
+
+def squared_dot(x, y):
+    return dot(x, y) ** 2
+
+
+def test_cotangents_shaped_by_another_input_of_the_same_length():
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    gx, gy = symdiff.grad(squared_dot, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 2 * np.dot(x, y) * y)
+    np.testing.assert_allclose(gy, 2 * np.dot(x, y) * x)
+    with pytest.raises(symdiff.ShapeError):
+        symdiff.grad(squared_dot, argnums=(0, 1))(x, np.ones(4))

@@ -352,3 +352,16 @@ def test_isnan_isinf_isfinite():
         np.testing.assert_array_equal(grad, want)
     for y in (math.nan, math.inf, -math.inf, 3.0):
         assert symdiff.grad(scalar_guard)(1.5, y) == (2.0 if y != 3.0 else 3.0)
+
+
+def xlogy_pair(x, y):
+    return special.xlogy(x, y) + 2.0 * special.xlog1py(x, y)
+
+
+def test_xlogy_is_zero_at_zero_x_for_every_y_but_nan():
+    for y in (-1.0, -2.0, 0.0, math.inf, -math.inf, 0.5):
+        assert symdiff.jit(xlogy_pair)(0.0, y) == 0.0, y
+    assert math.isnan(symdiff.jit(xlogy_pair)(0.0, math.nan))
+    for x, y in ((1.5, 0.5), (2.0, 3.0)):
+        got = symdiff.jit(xlogy_pair)(x, y)
+        assert got == pytest.approx(special.xlogy(x, y) + 2 * special.xlog1py(x, y))

@@ -22,6 +22,7 @@ from symdiff.ir.build import (
     apply,
     div,
     logical_and,
+    logical_not,
     mul,
     neg,
     pow_,
@@ -109,11 +110,15 @@ def _log_base(x: Node, base: Node | None = None) -> Node:
     return div(apply("log", x), apply("log", base))
 
 
-def _x_times(x: Node, log_y: Node) -> Node:
-    """``x * log(y)``, 0 where ``x == 0`` also when ``log(y)`` is ``-inf``, as
-    ``scipy.special.xlogy`` defines it; the slope in ``x`` is ``log(y)``."""
-    pole = logical_and(apply("eq", x, ZERO), apply("eq", log_y, constant(-math.inf)))
-    return mul(x, select(pole, ZERO, log_y))
+def _x_times(x: Node, y: Node, log_y: Node) -> Node:
+    """``x * log(y)`` as ``scipy.special.xlogy`` defines it: 0 where ``x == 0``
+    and ``y`` is not NaN, also where ``log(y)`` is infinite or NaN (``y <= 0``,
+    ``y = inf``); the slope in ``x`` is ``log(y)`` where that is finite."""
+    finite = apply("lt", apply("abs", log_y), constant(math.inf))
+    zero = logical_and(
+        logical_and(apply("eq", x, ZERO), apply("eq", y, y)), logical_not(finite)
+    )
+    return mul(x, select(zero, ZERO, log_y))
 
 
 def _isnan(x: Node) -> Node:
@@ -241,8 +246,8 @@ _SCIPY_SPECIAL: dict[str, tuple[int, Callable[..., Node]]] = {
             add(apply("lgamma", a), apply("lgamma", b)), apply("lgamma", add(a, b))
         ),
     ),
-    "xlogy": (2, lambda x, y: _x_times(x, apply("log", y))),
-    "xlog1py": (2, lambda x, y: _x_times(x, apply("log1p", y))),
+    "xlogy": (2, lambda x, y: _x_times(x, y, apply("log", y))),
+    "xlog1py": (2, lambda x, y: _x_times(x, y, apply("log1p", y))),
 }
 
 

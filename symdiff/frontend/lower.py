@@ -640,17 +640,26 @@ class Lowerer(
                 )
         nodes = [v for v in inputs if isinstance(v, Node)]
         for value, ct in zip(inputs, rules, strict=True):
-            if ct is not None and ct.shape != value.shape:
-                # NumPy's broadcasting would hide a cotangent of the wrong shape
-                shape, want = (
-                    f"shape {S.format_shape(v.shape)}" if v.shape else "a number"
-                    for v in (ct, value)
-                )
+            if ct is None or ct.shape == value.shape:
+                continue
+            # NumPy's broadcasting would hide a cotangent of the wrong shape;
+            # lengths known only at run time (y's for x's) are checked then
+            shape, want = (
+                f"shape {S.format_shape(v.shape)}" if v.shape else "a number"
+                for v in (ct, value)
+            )
+            what = (
+                f"the bwd rule of `{name}` returns a cotangent of {shape} for an "
+                f"input of {want}"
+            )
+            try:
+                if len(ct.shape) != len(value.shape):
+                    raise S.ShapeMismatch(what)
+                for a, b in zip(ct.shape, value.shape, strict=True):
+                    S.unify(a, b, what)
+            except S.ShapeMismatch:
                 return self.error(
-                    call,
-                    f"the bwd rule of `{name}` returns a cotangent of {shape} for "
-                    f"an input of {want}",
-                    "return one cotangent per input, shaped as that input",
+                    call, what, "return one cotangent per input, shaped as that input"
                 )
         if out.shape:
             # an array output: the rule is a vector-Jacobian product, evaluated
