@@ -394,3 +394,24 @@ def test_nested_constant_ranges_unroll_within_a_budget():
     for k in range(2):
         want = float(fd_derivative(three_nested_ranges, (0.3, 0.7), k))
         assert got[k] == pytest.approx(want, rel=1e-7)
+
+
+def masked_sum(x, y):
+    s = 0.0
+    for j in range(8):
+        if x[j] >= 0:
+            s += math.exp(0.1 * x[j]) * y
+    return s
+
+
+def test_an_if_in_each_unrolled_iteration_keeps_the_adjoint_linear():
+    """The adjoint of ``s`` after j iterations has one term per combination of the
+    branches taken unless ``select(c, g, 0) + select(c, 0, g)`` is joined into
+    ``g``: 2**8 terms and a kernel Numba could not compile."""
+    x = np.linspace(-1.0, 1.0, 8)
+    grad = symdiff.value_and_grad(masked_sum, argnums=(0, 1), target="python")
+    value, (gx, gy) = grad(x, 1.3)
+    assert value == pytest.approx(masked_sum(x, 1.3), rel=1e-14)
+    assert len(grad.source.splitlines()) < 150
+    np.testing.assert_allclose(gx, fd_derivative(masked_sum, (x, 1.3), 0), atol=1e-8)
+    assert gy == pytest.approx(float(fd_derivative(masked_sum, (x, 1.3), 1)), rel=1e-7)

@@ -161,13 +161,43 @@ def adjoint_parts(contributions: list[Node]) -> list[Node]:
         else:
             groups.setdefault(path, []).append(term)
     parts = []
-    for path, payloads in groups.items():
-        part = accumulate(payloads)
+    for path, part in _merge_complements(
+        {path: accumulate(payloads) for path, payloads in groups.items()}
+    ).items():
         for cond, taken in reversed(path):
             part = select(cond, part, ZERO) if taken else select(cond, ZERO, part)
         if not is_zero(part):
             parts.append(part)
     return parts
+
+
+Path = tuple[tuple[Node, bool], ...]
+
+
+def _merge_complements(groups: dict[Path, Node]) -> dict[Path, Node]:
+    """Join the terms of two paths that differ in one guard only, ``(c, taken)``
+    and ``(c, not taken)``, and carry the same value: ``select(c, g, 0) +
+    select(c, 0, g)`` is ``g`` under the rest of the path.  Without this an
+    ``if`` in each of n unrolled iterations (``if x[j] >= 0: s += ...``) splits
+    the adjoint of ``s`` into 2**n terms, one per combination of branches."""
+    merged = True
+    while merged and len(groups) > 1:
+        merged = False
+        for path in list(groups):
+            if path not in groups:
+                continue
+            for k, (cond, taken) in enumerate(path):
+                other = (*path[:k], (cond, not taken), *path[k + 1 :])
+                if groups.get(other) is not groups[path]:
+                    continue
+                value = groups.pop(path)
+                del groups[other]
+                shorter = (*path[:k], *path[k + 1 :])
+                prior = groups.get(shorter)
+                groups[shorter] = value if prior is None else add(prior, value)
+                merged = True
+                break
+    return groups
 
 
 def _has_guard(term: Node) -> bool:
