@@ -583,3 +583,20 @@ def test_unsupported_forms_say_what_to_write(fn, snippet, message, hint):
     assert caret_line.index("^") == 4 + col - 1 - indent
     if snippet.startswith(("(", "[", "{")) or snippet.startswith("max("):
         assert caret_line.count("~") + 1 == len(snippet)
+
+
+def scaled_rows(X):
+    return np.array(
+        [[X[i, j] * (i + 1) for j in range(X.shape[1])] for i in range(X.shape[0])]
+    )
+
+
+def test_nested_list_comprehension_forward_mode_on_the_parallel_target():
+    """The accumulators ``items``, ``items_`` and their tangents were named so that
+    Numba's parallel lowering made two of them ``items__dot`` (an internal
+    AssertionError)."""
+    X = np.arange(6.0).reshape(2, 3)
+    T = np.ones((2, 3))
+    value, tangent = symdiff.jvp(scaled_rows, (X,), (T,), target="parallel")
+    np.testing.assert_array_equal(value, scaled_rows(X))
+    np.testing.assert_array_equal(tangent, scaled_rows(T))

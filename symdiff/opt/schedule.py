@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -79,6 +80,10 @@ class _Namer:
 
     def fresh(self, hint: str | None) -> str:
         """``hint``, or ``hint_1``, ``hint_2``... (``t0``, ``t1``... with no hint)."""
+        if hint is not None and self.separator == "__":
+            # no `__` of ours but the separator's: `items__dot` (the tangent of an
+            # `items_`) would be what the lowering makes of an `items_dot`
+            hint = re.sub("_{2,}", "_", hint).rstrip("_") or "v"
         stem = hint or "t"
         k = self.next_suffix.get(stem, 0 if hint is None else 1)
         name = stem if hint is not None and stem not in self.taken else None
