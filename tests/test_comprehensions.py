@@ -600,3 +600,19 @@ def test_nested_list_comprehension_forward_mode_on_the_parallel_target():
     value, tangent = symdiff.jvp(scaled_rows, (X,), (T,), target="parallel")
     np.testing.assert_array_equal(value, scaled_rows(X))
     np.testing.assert_array_equal(tangent, scaled_rows(T))
+
+
+def row_square_norms(X):
+    return np.array([np.sum(row**2) for row in X])
+
+
+def test_reverse_mode_of_a_list_over_an_arrays_rows():
+    """The array's length is the rows' count, a length node the kernel printed
+    through the scalar printer (an internal KeyError 'dim')."""
+    X = np.arange(6.0).reshape(3, 2)
+    ct = np.array([1.0, 2.0, 3.0])
+    for target in ("python", "cpu"):
+        (x_bar,) = symdiff.vjp(row_square_norms, X, target=target)[1](ct)
+        np.testing.assert_array_equal(x_bar, 2 * ct[:, None] * X)
+    jac = symdiff.jacobian(row_square_norms, mode="reverse", target="python")(X)
+    assert np.shape(jac) == (3, 3, 2)

@@ -232,6 +232,19 @@ def _ieee(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _elementwise(fn: Callable[[float], float]) -> Callable[..., Any]:
+    """``fn`` of a number or element by element of an array, with the kernel's
+    IEEE semantics; a number gives a NumPy float (np.vectorize alone gives a
+    0-d array)."""
+    vectorized = np.vectorize(fn, otypes=[float])
+
+    def call(x: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return vectorized(np.float64(x))[()]
+
+    return call
+
+
 #: Stand-in for ``math`` when generated code runs as plain Python: NumPy float64
 #: semantics (``sqrt(-1)`` is NaN, not an exception), as in the Numba kernel.
 IEEE_MATH = types.SimpleNamespace(
@@ -239,11 +252,11 @@ IEEE_MATH = types.SimpleNamespace(
     nan=math.nan,
     floor=math.floor,
     ceil=math.ceil,
-    erf=_ieee(np.vectorize(math.erf, otypes=[float])),
-    erfc=_ieee(np.vectorize(math.erfc, otypes=[float])),
+    erf=_elementwise(OPS["erf"].impl),  # type: ignore[arg-type]
+    erfc=_elementwise(OPS["erfc"].impl),  # type: ignore[arg-type]
     # C's lgamma/tgamma answers (inf at the poles, NaN below them) where Python raises
-    lgamma=_ieee(np.vectorize(OPS["lgamma"].impl, otypes=[float])),
-    gamma=_ieee(np.vectorize(OPS["gamma"].impl, otypes=[float])),
+    lgamma=_elementwise(OPS["lgamma"].impl),  # type: ignore[arg-type]
+    gamma=_elementwise(OPS["gamma"].impl),  # type: ignore[arg-type]
     **{
         name: _ieee(getattr(np, np_name))
         for name, np_name in {

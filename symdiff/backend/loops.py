@@ -532,6 +532,8 @@ class ArrayKernel:
     def param_name(self, i: int | Node) -> str:
         """The name of parameter ``i``, or the text of a run-time count node."""
         if isinstance(i, Node):
+            if i.op == "dim":  # a length node (a trip count over an array's rows)
+                return self.dim(i.attrs[0])
             return self._scalar_text(i, self.env)
         return self.by_index[i]
 

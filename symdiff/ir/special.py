@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from symdiff.ir.build import ONE, add, apply, div, mul, select, sub
+from symdiff.ir.build import ONE, add, apply, div, logical_and, mul, neg, select, sub
 from symdiff.ir.node import Node, constant
 
 #: The recurrence's shift: the series is used at ``y >= SHIFT + 0.5``.
@@ -63,4 +63,11 @@ def digamma(x: Node) -> Node:
     fraction = sub(x, apply("floor", x))
     r = sub(fraction, select(apply("gt", fraction, constant(0.5)), ONE, constant(0.0)))
     cot = div(constant(math.pi), apply("tan", mul(constant(math.pi), r)))
-    return select(reflect, sub(psi, cot), psi)
+    # the poles, as SciPy: -inf at 0.0, inf at -0.0, NaN at -1, -2, ...
+    pole = logical_and(apply("le", x, constant(0.0)), apply("eq", r, constant(0.0)))
+    at_pole = select(
+        apply("eq", x, constant(0.0)),
+        apply("copysign", constant(math.inf), neg(x)),
+        constant(math.nan),
+    )
+    return select(reflect, select(pole, at_pole, sub(psi, cot)), psi)
