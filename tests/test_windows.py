@@ -122,3 +122,17 @@ def test_a_window_across_a_colon_is_refused():
     with pytest.raises(symdiff.TranslationError) as info:
         symdiff.grad(window_across_a_colon)(np.ones((2, 3, 4)))
     assert "a slice with a run-time start goes with" in str(info.value)
+
+
+def window_from_argument(x, i: int):
+    return np.sum(x[i : i + 2] ** 3)
+
+
+def test_a_window_past_the_end_reports_its_bound():
+    x = np.arange(1.0, 6.0)
+    with pytest.raises(
+        symdiff.ShapeError, match=r"\(got i \+ 2 = 6, x.shape\[0\] \+ 1 = 6\)"
+    ):
+        symdiff.jit(window_from_argument, target="python")(x, 4)
+    with pytest.raises(symdiff.ShapeError, match=r"\(got i = -2\)"):
+        symdiff.jit(window_from_argument, target="python")(x, -2)

@@ -690,7 +690,13 @@ class ArrayKernel:
             left, right = self.dim(check.left), self.dim(check.right)
             test = "!=" if check.kind == "eq" else ">="
             body.append(f"{ind}if {left} {test} {right}:")
-            got = f'" (got " + str({left}) + " and " + str({right}) + ")"'
+            if check.kind == "eq":  # the two lengths
+                got = f'" (got " + str({left}) + " and " + str({right}) + ")"'
+            else:  # an order: the value of each side that is not a constant
+                shown = [t for t in (left, right) if not t.lstrip("-").isdigit()]
+                shown = shown or [left, right]
+                got = ' + ", " + '.join(f"{t + ' = '!r} + str({t})" for t in shown)
+                got = f'" (got " + {got} + ")"'
             # the values go on the message's first line, before the quoted source
             head, newline, rest = check.message.partition("\n")
             tail = f" + {newline + rest!r}" if newline else ""
