@@ -138,7 +138,7 @@ SYMMETRIC = {"cholesky_logdet", "whitened", "upper_factor"}
 #: The cases also compiled with Numba (a compile each keeps the file short); the
 #: slow ones only in the long run.
 COMPILED = {"gaussian_loglik", "whitened"}
-COMPILED_SLOW = {"least_squares", "solve_columns"}
+COMPILED_SLOW = {"least_squares"}
 
 
 def args_of(name, seed=0):

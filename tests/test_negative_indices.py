@@ -40,10 +40,10 @@ def fd_grad(f, x, h=1e-6):
 
 
 @pytest.mark.parametrize("fn", [first_by_negative_length, from_the_end, write_first])
-@pytest.mark.parametrize("n", [2, 3, 5])
-def test_values_and_gradients_match_numpy(fn, n):
+@pytest.mark.parametrize("n, target", [(2, "python"), (3, "cpu"), (5, "python")])
+def test_values_and_gradients_match_numpy(fn, n, target):
     x = np.linspace(0.5, 2.0, n)
-    value, grad = symdiff.value_and_grad(fn)(x)
+    value, grad = symdiff.value_and_grad(fn, target=target)(x)
     assert value == pytest.approx(fn(x), rel=1e-14)
     np.testing.assert_allclose(grad, fd_grad(fn, x), rtol=1e-7, atol=1e-9)
 

