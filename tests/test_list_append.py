@@ -275,3 +275,17 @@ def test_other_refusals_say_what_to_write():
     assert diag.message == (
         "`ys.extend` of an array gives a list whose length is not known when compiling"
     )
+
+
+def running_sums(x, n: int):
+    ys = []
+    s = 0
+    for _ in range(n):
+        ys.append(s)  # an int first, a float once the loop widens `s`
+        s = s + x
+    return np.sum(np.array(ys))
+
+
+def test_items_that_widen_with_the_loop_state():
+    value, slope = symdiff.value_and_grad(running_sums, target="python")(1.5, 5)
+    assert (value, slope) == (running_sums(1.5, 5), 10.0)

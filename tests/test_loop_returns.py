@@ -163,3 +163,64 @@ def test_a_local_function_returns_from_its_own_loop():
         assert value == pytest.approx(local_function_returns_from_a_loop(x), rel=1e-13)
         want = float(fd_derivative(local_function_returns_from_a_loop, (x,), 0))
         assert slope == pytest.approx(want, rel=1e-6)
+
+
+def forever_with_a_break_in_an_inner_else(x, c):
+    while True:
+        if c > 0:
+            return x
+        for _ in range(3):
+            pass
+        else:
+            break
+    return 2 * x
+
+
+def returns_and_a_bare_return(x):
+    for i in range(int(x) + 3):
+        if x > 1:
+            return x
+        if x < -5:
+            return
+    return 2 * x
+
+
+def test_a_break_in_a_nested_loops_else_leaves_while_true():
+    # the return after `while True` stays conditional: the inner else breaks out
+    assert symdiff.value_and_grad(forever_with_a_break_in_an_inner_else)(1.0, -1.0) == (
+        2.0,
+        2.0,
+    )
+    assert symdiff.value_and_grad(forever_with_a_break_in_an_inner_else)(1.0, 1.0) == (
+        1.0,
+        1.0,
+    )
+
+
+def test_the_rewrite_does_not_recurse_over_long_expressions(tmp_path, monkeypatch):
+    """The rewritten tree was a deep copy (copy.deepcopy recurses): a 400-term
+    sum in a function with a return in a loop raised RecursionError."""
+    terms = " + ".join(["x"] * 400)
+    module = tmp_path / "long_sum.py"
+    module.write_text(
+        "def f(x):\n"
+        "    for _ in range(3):\n"
+        "        if x > 10.0:\n"
+        "            return x\n"
+        f"    return {terms}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import long_sum
+
+    value, slope = symdiff.value_and_grad(long_sum.f, target="python")(1.0)
+    assert (value, slope) == (400.0, 400.0)
+
+
+def test_a_loop_with_a_bare_return_is_reported_at_both():
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(returns_and_a_bare_return)(1.0)
+    text = str(info.value)
+    assert "2 problems found" in text
+    assert "a loop whose other `return` has no value cannot return one" in text
+    assert "`return` without a value" in text
+    assert text.count("help: return the function's result from every `return`") == 2

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.arrays import Unsupported
-from symdiff.frontend.loops import UNROLL, LoopContext, Source
+from symdiff.frontend.loops import UNROLL, LoopContext, Source, _widen
 from symdiff.frontend.statements import LIST_HINT, _local_names_of
 from symdiff.frontend.values import Static, Value
 from symdiff.ir import arrays as A
@@ -107,13 +107,13 @@ class Comprehension:
     node: ast.ListComp | ast.GeneratorExp
     mode: str  # "values", "sum", "max", "min" or "array"
     unroll: int
-    frame: Frame
     loop: LoopContext | None  # the frame's loop where the comprehension starts
     private: frozenset[str]
     acc: str = ""  # the accumulator's name in the environment
     values: list[Value] = field(default_factory=list)
     kind: tuple[str, S.Shape] = ("float64", ())  # an array's items
     retry: tuple[str, S.Shape] | None = None  # the items' kind, when not `kind`
+    seen: tuple[str, S.Shape] | None = None  # the items' kinds so far, widened
     emitted: int = 0
     failed: bool = False  # an error was reported (a bad range)
 
@@ -349,9 +349,7 @@ class ComprehensionLowering:
                 "nest the comprehensions (`[[... for j in ...] for i in ...]` is "
                 "a 2-D array), or add the items up with sum(...)",
             )
-        comp = Comprehension(
-            node, mode, unroll, frame, frame.loop, _targets(node), acc=""
-        )
+        comp = Comprehension(node, mode, unroll, frame.loop, _targets(node))
         saved = {name: frame.env.get(name) for name in comp.private}
         if mode != "values":
             comp.acc = self._fresh(node, _STEMS[mode])
@@ -441,7 +439,7 @@ class ComprehensionLowering:
         comps: list[Comprehension] = []
         body = list(stmt.body)
         for name, append, _ in found:
-            comp = Comprehension(stmt, "array", 0, frame, frame.loop, frozenset())  # type: ignore[arg-type]
+            comp = Comprehension(stmt, "array", 0, frame.loop, frozenset())  # type: ignore[arg-type]
             comp.acc = name  # the body reads it nowhere else (_append_problem)
             target = ast.copy_location(ast.Name(id=name, ctx=ast.Store()), append)
             emit = _synthetic(
@@ -629,9 +627,16 @@ class ComprehensionLowering:
             env[comp.acc] = B.apply(comp.mode, acc, item)
         else:
             kind = (item.dtype, item.shape)
-            if kind != comp.kind:
-                comp.retry = kind  # allocate for this kind and lower again
+            # every kind seen, over the attempts too: items that alternate (`s = 0`
+            # then `s = s + x` widened by the loop) settle on the wider one
+            seen = kind if comp.seen is None else _widen(comp.seen, kind) or kind
+            comp.seen = seen
+            if seen != comp.kind:
+                comp.retry = seen  # allocate for this kind and lower again
                 return
+            if kind != seen:  # a narrower item (an int among floats): widen it
+                item = B.to_float(item) if seen[0] == "float64" else B.to_int(item)
+                item = B.broadcast_to(item, seen[1])
             loop = self.frame.loop
             if loop is comp.loop or loop is None or loop.index is None:
                 k = B.constant(comp.emitted)  # an unrolled clause

@@ -26,18 +26,17 @@ messages still point at the user's ``return``.
 from __future__ import annotations
 
 import ast
-import copy
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.While)
 
 
 def rewrite_loop_returns(tree: ast.FunctionDef) -> ast.FunctionDef:
-    """``tree`` with every ``return`` inside a loop rewritten (a copy), or
-    ``tree`` itself when it has none."""
+    """``tree`` (freshly parsed) with every ``return`` inside a loop rewritten in
+    place; a loop with a bare ``return`` among its returns is left for the
+    lowering to report."""
     if not any(_returns_in(loop) for loop in _loops(tree)):
         return tree
-    tree = copy.deepcopy(tree)
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     taken |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
     for loop in reversed(_loops(tree)):  # innermost first
@@ -96,6 +95,7 @@ def _rewrite(
     }  # type: ignore[union-attr]
     width = widths.pop() if len(widths) == 1 else 0  # mixed kinds: one value
     flag = _fresh("returned", taken)
+    ours: set[int] = set()  # the breaks that stand for returns
     results = [_fresh("result", taken) for _ in range(width or 1)]
     for ret in returns:
         value = ret.value
@@ -107,10 +107,12 @@ def _rewrite(
             ]
         else:
             assigns = [ast.Assign([ast.Name(results[0], ast.Store())], value)]
+        leave = ast.Break()
+        ours.add(id(leave))
         block = [
             *assigns,
             ast.Assign([ast.Name(flag, ast.Store())], ast.Constant(True)),
-            ast.Break(),
+            leave,
         ]
         for stmt in block:
             ast.copy_location(stmt, ret)
@@ -121,7 +123,7 @@ def _rewrite(
     loaded = [ast.Name(r, ast.Load()) for r in results]
     after: ast.stmt = ast.Return(ast.Tuple(loaded, ast.Load()) if width else loaded[0])
     forever = isinstance(loop, ast.While) and _always_true(loop.test)
-    if not (forever and not _breaks_of(loop, skip=returns)):
+    if not (forever and not _breaks_of(loop, ours)):
         after = ast.If(ast.Name(flag, ast.Load()), [after], [])
     for stmt in (*before, after):
         ast.copy_location(stmt, first)
@@ -135,20 +137,19 @@ def _always_true(test: ast.expr) -> bool:
     return isinstance(test, ast.Constant) and bool(test.value)
 
 
-def _breaks_of(loop: ast.For | ast.While, skip: list[ast.Return]) -> bool:
-    """Whether ``loop`` has a ``break`` of its own besides the rewritten returns'
-    (those were added last in their blocks; they are recognised by position)."""
+def _breaks_of(loop: ast.For | ast.While, ours: set[int]) -> bool:
+    """Whether ``loop`` has a ``break`` of its own, not one of ``ours`` (the
+    returns'); a ``break`` in a nested loop's ``else`` leaves ``loop`` too."""
     stack: list[ast.AST] = list(loop.body)
-    own = 0
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Break):
-            own += 1
-        elif isinstance(node, (*_SCOPES, *_LOOPS)):
-            continue
-        else:
+        if isinstance(node, ast.Break) and id(node) not in ours:
+            return True
+        if isinstance(node, _LOOPS):
+            stack.extend(node.orelse)
+        elif not isinstance(node, _SCOPES):
             stack.extend(ast.iter_child_nodes(node))
-    return own > len(skip)
+    return False
 
 
 def _replace(loop: ast.AST, old: ast.stmt, new: list[ast.stmt]) -> None:

@@ -319,14 +319,17 @@ class StatementLowering:
             self.frame.env[name] = self.poison
 
     def _stmt_Return(self, stmt: ast.Return) -> None:
-        if self.frame.loop is not None:
+        in_loop = self.frame.loop is not None
+        if stmt.value is None or in_loop:
             # returns in loops were rewritten into a break (frontend/returns.py),
-            # except one without a value
-            self.error(stmt, "`return` without a value", "return the function's result")
-            self.frame.live = B.FALSE
-            return
-        if stmt.value is None:
-            self.error(stmt, "`return` without a value", "return the function's result")
+            # unless one of the loop's returns has no value
+            self.error(
+                stmt,
+                "`return` without a value"
+                if stmt.value is None
+                else "a loop whose other `return` has no value cannot return one",
+                "return the function's result from every `return`",
+            )
             value: Value = self.poison
         else:
             value = self.expr(stmt.value)
