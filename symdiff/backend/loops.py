@@ -54,11 +54,7 @@ ARRAY_KINDS: dict[str, str] = {
     "concat": "statement",
     "pack": "statement",
     "dot": "statement",
-    "solve": "statement",
-    "inv": "statement",
-    "det": "statement",
-    "slogdet": "statement",
-    "cholesky": "statement",
+    **dict.fromkeys(LA.FUNCTIONS, "statement"),  # np.linalg: one call each
     "take": "view",
     "index_update": "update",
     "loop": "loop",

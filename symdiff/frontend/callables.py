@@ -114,9 +114,9 @@ def _x_times(x: Node, y: Node, log_y: Node) -> Node:
     """``x * log(y)`` as ``scipy.special.xlogy`` defines it: 0 where ``x == 0``
     and ``y`` is not NaN, also where ``log(y)`` is infinite or NaN (``y <= 0``,
     ``y = inf``); the slope in ``x`` is ``log(y)`` where that is finite."""
-    finite = apply("lt", apply("abs", log_y), constant(math.inf))
     zero = logical_and(
-        logical_and(apply("eq", x, ZERO), apply("eq", y, y)), logical_not(finite)
+        logical_and(apply("eq", x, ZERO), apply("eq", y, y)),
+        logical_not(_isfinite(log_y)),
     )
     return mul(x, select(zero, ZERO, log_y))
 

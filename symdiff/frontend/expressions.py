@@ -19,6 +19,8 @@ import numpy as np
 
 from symdiff.custom import custom_vjp
 from symdiff.frontend import arrays as AR
+from symdiff.frontend import linalg as LN
+from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import lookup
 from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
@@ -129,6 +131,14 @@ def _python_function(obj: object) -> types.FunctionType | None:
     except (ValueError, TypeError):
         return None
     return inner if isinstance(inner, types.FunctionType) and inner is not obj else None
+
+
+def _array_function(obj: object) -> tuple[str, Callable[..., Value]] | None:
+    """The NumPy (``np.linalg``, ``scipy.special``, ``math``) function of arrays
+    ``obj`` is: its name and builder, from the frontend's tables."""
+    key = id(obj)
+    found = AR.FUNCTIONS.get(key) or LN.FUNCTIONS.get(key) or MN.FUNCTIONS.get(key)
+    return found or MN.scipy_function(obj)
 
 
 def _unknown_help(obj: object) -> str:
@@ -638,7 +648,7 @@ class ExpressionLowering:
                 # the rows of an array (a list grown in a loop node) stacked
                 # again: the array itself, as NumPy gives
                 return rows
-        numpy_fn = AR.FUNCTIONS.get(id(obj)) or AR.more_numpy.scipy_function(obj)
+        numpy_fn = _array_function(obj)
         if numpy_fn is not None:
             return self._build(node, name, numpy_fn[1], args, kwargs)
         if obj is builtins.len:

@@ -8,9 +8,9 @@
 :func:`scipy_function`); ``math.fsum``/``math.prod``/``math.dist``.
 
 Each is element-wise ops, layout ops and reductions, so derivatives, forward
-mode, Hessians and every target are those ops'.  :data:`FUNCTIONS` is registered
-in :data:`symdiff.frontend.arrays.FUNCTIONS`, keyed like its entries; its
-``np.sum``/``np.mean`` replace the plain ones there (they add ``where=``).
+mode, Hessians and every target are those ops'.  :data:`FUNCTIONS` is keyed like
+:data:`symdiff.frontend.arrays.FUNCTIONS`; the lowering looks a callable up in
+both (``np.sum``/``np.mean``, with ``where=``, are here).
 """
 
 from __future__ import annotations
@@ -18,11 +18,21 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
-from types import ModuleType
 
 import numpy as np
 
-from symdiff.frontend.values import Static, Value
+from symdiff.frontend import arrays as AR
+from symdiff.frontend.arrays import (
+    Unsupported,
+    _none,
+    _zero_of,
+    array,
+    axes_arg,
+    flag,
+    static_int,
+)
+from symdiff.frontend.callables import _hypot, _isfinite, _isnan
+from symdiff.frontend.values import Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import linalg as LA
@@ -33,51 +43,16 @@ Builder = Callable[..., Value]
 
 
 # -- helpers ---------------------------------------------------------------------
-def _ar() -> ModuleType:
-    # imported here: frontend.arrays imports this module to register FUNCTIONS
-    from symdiff.frontend import arrays
-
-    return arrays
-
-
-def _unsupported(message: str, hint: str = "") -> Exception:
-    return _ar().Unsupported(message, hint)
-
-
-def _array(value: Value, what: str = "the argument") -> Node:
-    return _ar().array(value, what)
-
-
-def _none(value: Value | None) -> bool:
-    return value is None or (isinstance(value, Static) and value.obj is None)
-
-
 def _axis(value: Value, rank: int, name: str) -> int:
     """One constant axis, negative counting from the end, as NumPy checks it."""
-    ax = _ar().static_int(value, "`axis`")
-    if not -rank <= ax < rank:
-        raise _unsupported(
-            f"{name}: axis {ax} is out of bounds for an array of dimension {rank}",
-            "axes count from 0 up to the dimension minus 1, or from -1 backwards",
-        )
-    return ax % rank
-
-
-def _axes(value: Value | None, rank: int) -> tuple[int, ...]:
-    return _ar().axes_arg(value, rank)
-
-
-def _keepdims(value: Value | None) -> bool:
-    return _ar().flag(value, "keepdims")
+    return AR._axis_list(value, rank, name)[0]
 
 
 def _refuse(name: str, **options: Value | None) -> None:
     """Options symdiff does not take (``out=``, ``dtype=``...) must be left out."""
     for key, value in options.items():
         if not _none(value):
-            raise _unsupported(
-                f"{name}: `{key}` is not supported", f"leave `{key}` out"
-            )
+            raise Unsupported(f"{name}: `{key}` is not supported", f"leave `{key}` out")
 
 
 def _at(x: Node, axis: int, k: int) -> Node:
@@ -94,13 +69,9 @@ def _moveaxis(x: Node, source: int, dest: int) -> Node:
     return A.transpose(x, tuple(order))
 
 
-def _is_nan(x: Node) -> Node:
-    return B.apply("ne", x, x)
-
-
 def _mask(where: Value, x: Node, name: str) -> Node:
     """``where=``: a boolean mask that broadcasts to ``x``'s shape."""
-    mask = B.truth(_array(where, "`where`"))
+    mask = B.truth(array(where, "`where`"))
     shape = S.broadcast([x.shape, mask.shape], lambda: f"`where` of {name}")
     if shape != x.shape:
         raise S.ShapeMismatch(
@@ -114,10 +85,6 @@ def _mask(where: Value, x: Node, name: str) -> Node:
 def _count(mask: Node, axes: tuple[int, ...], keepdims: bool) -> Node:
     """How many ``True`` along ``axes``, as a float."""
     return B.to_float(A.reduce("sum", B.to_int(mask), axes, keepdims))
-
-
-def _zero(dtype: str) -> Node:
-    return constant(0) if dtype == "int64" else B.ZERO
 
 
 # -- vectors and polynomials -------------------------------------------------------
@@ -158,7 +125,7 @@ def _cross(
 ) -> Node:
     """``np.cross``: of 3-vectors (a symbolic length is checked to be 3 when the
     kernel runs) or 2-vectors (a length known to be 2: the z component)."""
-    x, y = _array(a, "`a`"), _array(b, "`b`")
+    x, y = array(a, "`a`"), array(b, "`b`")
     if not _none(axis):
         axisa = axisb = axisc = axis
     for node in (x, y):
@@ -194,16 +161,16 @@ def _cross(
 def _polyval(p: Value, x: Value) -> Node:
     """``np.polyval``: Horner's rule, as NumPy computes it, for coefficients of a
     known count; ``sum(p * x**k)`` for a count known when the kernel runs."""
-    coeffs, points = _array(p, "`p`"), _array(x, "`x`")
+    coeffs, points = array(p, "`p`"), array(x, "`x`")
     if len(coeffs.shape) != 1:
-        raise _unsupported(
+        raise Unsupported(
             "np.polyval: the coefficients `p` must be a 1-D array",
             "pass the coefficients, highest power first, as a 1-D array",
         )
     n = coeffs.shape[0]
     if isinstance(n, int):
         if n == 0:
-            return B.broadcast_to(_zero(points.dtype), points.shape)
+            return B.broadcast_to(_zero_of(points.dtype), points.shape)
         y = B.broadcast_to(_at(coeffs, 0, 0), points.shape)
         for k in range(1, n):
             y = B.add(B.mul(y, points), _at(coeffs, 0, k))
@@ -218,20 +185,23 @@ def _trapezoid(
     y: Value, x: Value | None = None, dx: Value | None = None, axis: Value | None = None
 ) -> Node:
     """``np.trapezoid``: ``sum(d * (y[1:] + y[:-1]) / 2)`` along ``axis``."""
-    ys = _array(y, "`y`")
+    ys = array(y, "`y`")
     rank = len(ys.shape)
     if not rank:
-        raise S.ShapeMismatch("np.trapezoid: `y` must be an array, not a number")
+        raise S.ShapeMismatch(
+            "np.trapezoid: `y` must be an array, not a number",
+            "pass the sampled values as a 1-D array or more",
+        )
     ax = rank - 1 if _none(axis) else _axis(axis, rank, "np.trapezoid")
     if not _none(x):
-        xs = _array(x, "`x`")
+        xs = array(x, "`x`")
         if len(xs.shape) == 1:
             d = A.difference(xs, 0)
             d = A.reshape(d, tuple(d.shape[0] if i == ax else 1 for i in range(rank)))
         else:
             d = A.difference(xs, ax)
     else:
-        d = constant(1.0) if _none(dx) else _array(dx, "`dx`")
+        d = constant(1.0) if _none(dx) else array(dx, "`dx`")
     size = S.sub(ys.shape[ax], 1)
     size = max(size, 0) if isinstance(size, int) else size
     pairs = B.add(A.along(ys, ax, 1, size), A.along(ys, ax, 0, size))
@@ -240,7 +210,7 @@ def _trapezoid(
 
 def _kron(a: Value, b: Value) -> Node:
     """``np.kron``: ``a[i, j] * b`` blocks, as products of interleaved axes."""
-    x, y = _array(a, "`a`"), _array(b, "`b`")
+    x, y = array(a, "`a`"), array(b, "`b`")
     rank = max(len(x.shape), len(y.shape))
     xs = (1,) * (rank - len(x.shape)) + x.shape
     ys = (1,) * (rank - len(y.shape)) + y.shape
@@ -257,13 +227,16 @@ def _multi_dot(arrays: Value, *, out: Value | None = None) -> Node:
     products run from the end that is a vector, else from the left."""
     _refuse("np.linalg.multi_dot", out=out)
     if not isinstance(arrays, tuple):
-        raise _unsupported(
+        raise Unsupported(
             "np.linalg.multi_dot takes a tuple or list of arrays",
             "put the arrays in a list: np.linalg.multi_dot([A, B, C])",
         )
-    items = [_array(v) for v in arrays]
+    items = [array(v) for v in arrays]
     if len(items) < 2:
-        raise _unsupported("np.linalg.multi_dot: expecting at least two arrays")
+        raise Unsupported(
+            "np.linalg.multi_dot: expecting at least two arrays",
+            "pass a list of two or more arrays, or use `@` for one product",
+        )
     for i, item in enumerate(items):
         edge = i in (0, len(items) - 1)
         if len(item.shape) != 2 and not (edge and len(item.shape) == 1):
@@ -286,12 +259,13 @@ def _multi_dot(arrays: Value, *, out: Value | None = None) -> Node:
 def _matrix_power(a: Value, n: Value) -> Node:
     """``np.linalg.matrix_power`` for a constant ``n``: NumPy's repeated
     squaring (``n < 0`` powers the inverse of a 2-D matrix)."""
-    x = _array(a, "`a`")
-    k = _ar().static_int(n, "np.linalg.matrix_power's `n`")
+    x = array(a, "`a`")
+    k = static_int(n, "np.linalg.matrix_power's `n`")
     if len(x.shape) < 2:
         raise S.ShapeMismatch(
             f"np.linalg.matrix_power: {len(x.shape)}-dimensional array given. "
-            "Array must be at least two-dimensional"
+            "Array must be at least two-dimensional",
+            "pass a square matrix, or a stack of them",
         )
     size = S.unify(
         x.shape[-2],
@@ -303,7 +277,7 @@ def _matrix_power(a: Value, n: Value) -> Node:
         return B.broadcast_to(B.to_int(eye) if x.dtype == "int64" else eye, x.shape)
     if k < 0:
         if len(x.shape) != 2:
-            raise _unsupported(
+            raise Unsupported(
                 "np.linalg.matrix_power: a negative power of a stack of matrices "
                 "is not supported",
                 "power each matrix, or use a constant n >= 0",
@@ -337,11 +311,11 @@ def _sum(
 ) -> Node:
     """``np.sum``, with ``where=`` a mask: the sum of the selected elements."""
     _refuse("np.sum", dtype=dtype, out=out, initial=initial)
-    x = _array(a)
-    axes = _axes(axis, len(x.shape))
+    x = array(a)
+    axes = axes_arg(axis, len(x.shape))
     if not _none(where):
-        x = B.select(_mask(where, x, "np.sum"), x, _zero(x.dtype))
-    return A.reduce("sum", x, axes, _keepdims(keepdims))
+        x = B.select(_mask(where, x, "np.sum"), x, _zero_of(x.dtype))
+    return A.reduce("sum", x, axes, flag(keepdims, "keepdims"))
 
 
 def _mean(
@@ -355,13 +329,13 @@ def _mean(
 ) -> Node:
     """``np.mean``, with ``where=``: over the selected elements alone."""
     _refuse("np.mean", dtype=dtype, out=out)
-    x = _array(a)
-    axes = _axes(axis, len(x.shape))
-    keep = _keepdims(keepdims)
+    x = array(a)
+    axes = axes_arg(axis, len(x.shape))
+    keep = flag(keepdims, "keepdims")
     if _none(where):
         return A.mean(x, axes, keep)
     mask = _mask(where, x, "np.mean")
-    total = A.reduce("sum", B.select(mask, x, _zero(x.dtype)), axes, keep)
+    total = A.reduce("sum", B.select(mask, x, _zero_of(x.dtype)), axes, keep)
     return B.div(total, _count(mask, axes, keep))
 
 
@@ -376,12 +350,12 @@ def _nan_sum(
 ) -> Node:
     """``np.nansum``: NaNs count as zero."""
     _refuse("np.nansum", dtype=dtype, out=out, initial=initial)
-    x = _array(a)
-    kept = B.logical_not(_is_nan(x))
+    x = array(a)
+    kept = B.logical_not(_isnan(x))
     if not _none(where):
         kept = B.logical_and(kept, _mask(where, x, "np.nansum"))
-    x = B.select(kept, x, _zero(x.dtype))
-    return A.reduce("sum", x, _axes(axis, len(x.shape)), _keepdims(keepdims))
+    x = B.select(kept, x, _zero_of(x.dtype))
+    return A.reduce("sum", x, axes_arg(axis, len(x.shape)), flag(keepdims, "keepdims"))
 
 
 def _nan_mean(
@@ -395,11 +369,11 @@ def _nan_mean(
 ) -> Node:
     """``np.nanmean``: the mean of the non-NaN elements (NaN where there are none)."""
     _refuse("np.nanmean", dtype=dtype, out=out)
-    x = B.to_float(_array(a))
-    kept = B.logical_not(_is_nan(x))
+    x = B.to_float(array(a))
+    kept = B.logical_not(_isnan(x))
     if not _none(where):
         kept = B.logical_and(kept, _mask(where, x, "np.nanmean"))
-    axes, keep = _axes(axis, len(x.shape)), _keepdims(keepdims)
+    axes, keep = axes_arg(axis, len(x.shape)), flag(keepdims, "keepdims")
     total = A.reduce("sum", B.select(kept, x, B.ZERO), axes, keep)
     return B.div(total, _count(kept, axes, keep))
 
@@ -417,11 +391,11 @@ def _nan_extreme(op: str, name: str) -> Builder:
         where: Value | None = None,
     ) -> Node:
         _refuse(name, out=out, initial=initial, where=where)
-        x = _array(a)
-        axes, keep = _axes(axis, len(x.shape)), _keepdims(keepdims)
+        x = array(a)
+        axes, keep = axes_arg(axis, len(x.shape)), flag(keepdims, "keepdims")
         if x.dtype != "float64":
             return A.reduce(op, x, axes, keep)  # integers have no NaN
-        nan = _is_nan(x)
+        nan = _isnan(x)
         extreme = A.reduce(op, B.select(nan, loser, x), axes, keep)
         count = A.reduce("sum", B.to_int(B.logical_not(nan)), axes, keep)
         none = B.apply("eq", count, constant(0))
@@ -440,16 +414,16 @@ def _average(
 ) -> Value:
     """``np.average``: ``sum(a * w) / sum(w)`` along ``axis``; 1-D weights go
     along the one axis named; ``returned=True`` adds the sum of the weights."""
-    x = B.to_float(_array(a))
-    axes, keep = _axes(axis, len(x.shape)), _keepdims(keepdims)
+    x = B.to_float(array(a))
+    axes, keep = axes_arg(axis, len(x.shape)), flag(keepdims, "keepdims")
     if _none(weights):
         avg = A.mean(x, axes, keep)
         scale = B.to_float(A.dim(S.product([x.shape[i] for i in axes])))
     else:
-        w = B.to_float(_array(weights, "`weights`"))
+        w = B.to_float(array(weights, "`weights`"))
         if w.shape != x.shape and len(w.shape) != len(x.shape):
             if _none(axis) or isinstance(axis, tuple):
-                raise _unsupported(
+                raise Unsupported(
                     "np.average: axis must be specified when shapes of a and "
                     "weights differ",
                     "name the one axis the 1-D weights go along: axis=-1",
@@ -470,7 +444,7 @@ def _average(
             )
         scale = A.reduce("sum", w, axes, keep)
         avg = B.div(A.reduce("sum", B.mul(x, w), axes, keep), scale)
-    if not _ar().flag(returned, "returned"):
+    if not flag(returned, "returned"):
         return avg
     return avg, B.broadcast_to(scale, avg.shape)
 
@@ -484,7 +458,7 @@ def _items(value: Value, name: str) -> list[Node] | Node:
         return list(value)  # type: ignore[arg-type]
     if isinstance(value, Node) and len(value.shape) == 1:
         return value
-    raise _unsupported(
+    raise Unsupported(
         f"`{name}` takes a tuple or list of numbers, or a 1-D array",
         f"write {name}((a, b, c))",
     )
@@ -504,7 +478,7 @@ def _fsum(iterable: Value) -> Node:
 def _prod(iterable: Value, *, start: Value | None = None) -> Node:
     """``math.prod``: the product of the items, times ``start``."""
     items = _items(iterable, "math.prod")
-    first = constant(1) if _none(start) else _array(start, "`start`")
+    first = constant(1) if _none(start) else array(start, "`start`")
     if isinstance(items, Node):
         return B.mul(first, A.reduce("prod", items, (0,)))
     total = first
@@ -518,17 +492,13 @@ def _dist(p: Value, q: Value) -> Node:
     a, b = _items(p, "math.dist"), _items(q, "math.dist")
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
-            raise _unsupported(
-                "math.dist: both points must have the same number of dimensions"
+            raise Unsupported(
+                "math.dist: both points must have the same number of dimensions",
+                "give both points the same number of coordinates",
             )
-        if not a:
-            return B.ZERO
-        total = B.apply("abs", B.to_float(B.sub(a[0], b[0])))
-        for x, y in zip(a[1:], b[1:], strict=True):
-            total = B.apply("hypot", total, B.to_float(B.sub(x, y)))
-        return total
-    left = a if isinstance(a, Node) else _array(tuple(a))
-    right = b if isinstance(b, Node) else _array(tuple(b))
+        return _hypot(*(B.to_float(B.sub(x, y)) for x, y in zip(a, b, strict=True)))
+    left = a if isinstance(a, Node) else array(tuple(a))
+    right = b if isinstance(b, Node) else array(tuple(b))
     diff = B.to_float(B.sub(left, right))
     return B.apply("sqrt", A.reduce("sum", B.mul(diff, diff), (0,)))
 
@@ -540,8 +510,7 @@ def _shift(x: Node, axes: tuple[int, ...], finite: bool = True) -> Node:
     finite (SciPy's logsumexp and log_softmax; its softmax shifts by it as is)."""
     top = A.reduce("amax", x, axes, keepdims=True)
     if finite:
-        ok = B.apply("lt", B.apply("abs", top), constant(math.inf))
-        top = B.select(ok, top, B.ZERO)
+        top = B.select(_isfinite(top), top, B.ZERO)
     return B.apply("stop_gradient", top)
 
 
@@ -554,16 +523,16 @@ def _logsumexp(
 ) -> Value:
     """``scipy.special.logsumexp``: ``log(sum(b * exp(a - m))) + m``, ``m`` the
     maximum held by ``stop_gradient``: the derivative is the softmax exactly."""
-    x = B.to_float(_array(a, "`a`"))
-    weights = None if _none(b) else _array(b, "`b`")
+    x = B.to_float(array(a, "`a`"))
+    weights = None if _none(b) else array(b, "`b`")
     if weights is not None:
         shape = S.broadcast([x.shape, weights.shape], lambda: "logsumexp's `a`, `b`")
         x = B.broadcast_to(x, shape)
-    axes, keep = _axes(axis, len(x.shape)), _keepdims(keepdims)
+    axes, keep = axes_arg(axis, len(x.shape)), flag(keepdims, "keepdims")
     if weights is None:
         m = _shift(x, axes)
     else:  # terms with b == 0 are left out, as -inf (SciPy's)
-        zero = B.apply("eq", weights, _zero(weights.dtype))
+        zero = B.apply("eq", weights, _zero_of(weights.dtype))
         x = B.select(zero, constant(-math.inf), x)
         m = _shift(x, axes)
     terms = B.apply("exp", B.sub(x, m))
@@ -571,23 +540,23 @@ def _logsumexp(
         terms = B.mul(weights, terms)
     total = A.reduce("sum", terms, axes, keep)
     m = m if keep else A.reshape(m, total.shape)
-    if not _ar().flag(return_sign, "return_sign"):
+    if not flag(return_sign, "return_sign"):
         return B.add(B.log(total), m)
     return B.add(B.log(B.apply("abs", total)), m), B.apply("sign", total)
 
 
 def _softmax(x: Value, axis: Value | None = None) -> Node:
     """``scipy.special.softmax``: ``exp(x - m) / sum(exp(x - m))``."""
-    node = B.to_float(_array(x, "`x`"))
-    axes = _axes(axis, len(node.shape))
+    node = B.to_float(array(x, "`x`"))
+    axes = axes_arg(axis, len(node.shape))
     shifted = B.apply("exp", B.sub(node, _shift(node, axes, finite=False)))
     return B.div(shifted, A.reduce("sum", shifted, axes, keepdims=True))
 
 
 def _log_softmax(x: Value, axis: Value | None = None) -> Node:
     """``scipy.special.log_softmax``: ``x - m - log(sum(exp(x - m)))``."""
-    node = B.to_float(_array(x, "`x`"))
-    axes = _axes(axis, len(node.shape))
+    node = B.to_float(array(x, "`x`"))
+    axes = axes_arg(axis, len(node.shape))
     shifted = B.sub(node, _shift(node, axes))
     total = A.reduce("sum", B.apply("exp", shifted), axes, keepdims=True)
     return B.sub(shifted, B.log(total))

@@ -3,8 +3,8 @@
 
 Each is one op of the table (kind ``linalg``), printed as one ``np.linalg`` call
 (Numba compiles them with SciPy's LAPACK).  Their derivatives
-(:mod:`symdiff.rules.arrays`) are built from these ops, ``dot``, ``transpose`` and
-``tri`` again, so that they can be differentiated once more (Hessians).
+(:mod:`symdiff.rules.linalg`) are built from these ops, ``dot``, ``transpose`` and
+selects again, so that they can be differentiated once more (Hessians).
 
 Operands must be 2-D: a stack of matrices is refused, as is a matrix that is not
 square.  Known lengths that differ are an error now; symbolic ones are checked
