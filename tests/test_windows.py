@@ -136,3 +136,17 @@ def test_a_window_past_the_end_reports_its_bound():
         symdiff.jit(window_from_argument, target="python")(x, 4)
     with pytest.raises(symdiff.ShapeError, match=r"\(got i = -2\)"):
         symdiff.jit(window_from_argument, target="python")(x, -2)
+
+
+def empty_windows(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s += np.sum(x[i:i] * 2.0) + x[i]
+    return s
+
+
+def test_an_empty_window_is_empty_as_in_numpy():
+    x = np.ones(4)
+    value, grad = symdiff.value_and_grad(empty_windows, target="python")(x)
+    assert value == empty_windows(x)
+    np.testing.assert_array_equal(grad, [1.0, 1.0, 1.0, 0.0])

@@ -1654,10 +1654,8 @@ def _window(sl: SliceValue, axis: int) -> Node | None:
             "len(x) or int arguments",
         ) from None
     size = S.cdiv(span, step)
-    if isinstance(size, int) and size <= 0:
-        raise Unsupported(
-            f"the slice on axis {axis} is empty", "give the window a positive length"
-        )
+    if isinstance(size, int) and size < 0:
+        size = 0  # x[i:i - 1]: empty, as in NumPy
     offsets = A.arange(size)
     if step != 1:
         offsets = B.mul(B.constant(step), offsets)

@@ -334,20 +334,11 @@ class Lowerer(
         bound = self._bind(call, fn, name, args, kwargs)
         if not isinstance(bound, dict):
             return bound
-        env: dict[str, Value] = dict(bound)
-        for pname, value in env.items():
-            if isinstance(value, Node):
-                self.hints.setdefault(value, pname)
-        here = self.frame.source
-        site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
-        frame = Frame(source, env, _local_names(source.tree), site)
-        self.frames.append(frame)
         reported = len(self.diagnostics)
-        try:
-            result = self._run_frame(frame)
-        finally:
-            self.frames.pop()
-        if self._writes_into_argument(call, name, frame, bound, result):
+        result, wrote = self._run_inlined(
+            call, name, source, dict(bound), _local_names(source.tree), bound
+        )
+        if wrote:
             return self.poison
         if len(self.diagnostics) > reported and _is_library(fn):
             # Problems deep inside someone else's code help nobody: say it once,
@@ -493,7 +484,11 @@ class Lowerer(
         try:
             arguments = local.signature.bind(*args, **kwargs)
         except TypeError as exc:
-            return self.error(call, f"bad call of `{name}`: {exc}")
+            return self.error(
+                call,
+                f"bad call of `{name}`: {exc}",
+                f"call `{name}` with the parameters of its definition",
+            )
         arguments.apply_defaults()
         own = _local_names(tree) | set(arguments.arguments)
         env = {k: v for k, v in scope.env.items() if k not in own}
@@ -503,28 +498,42 @@ class Lowerer(
             if at > depth:
                 env = {k: capture(v, k) for k, v in env.items()}
                 defaults = capture(defaults)  # type: ignore[assignment]
-        bound: dict[str, Value] = {}
-        for pname, value in arguments.arguments.items():
-            if isinstance(value, _Default):
-                value = defaults[value.index]
-            bound[pname] = value
-            if isinstance(value, Node):
-                self.hints.setdefault(value, pname)
+        bound: dict[str, Value] = {
+            pname: defaults[value.index] if isinstance(value, _Default) else value
+            for pname, value in arguments.arguments.items()
+        }
         env.update(bound)
         here = self.frame.source
         source = LocalSource(here.fn, tree, here.filename, name)
-        site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
         # a variable the enclosing function assigns later cannot be read yet
         later = scope.local_names - scope.env.keys()
-        frame = Frame(source, env, own | later, site)
+        result, wrote = self._run_inlined(call, name, source, env, own | later, bound)
+        return self.poison if wrote else result
+
+    def _run_inlined(
+        self,
+        call: ast.Call,
+        name: str,
+        source: FunctionSource,
+        env: dict[str, Value],
+        local_names: set[str],
+        bound: dict[str, Value],
+    ) -> tuple[Value, bool]:
+        """Lower a helper's or a local function's body (``source``) in a frame of
+        its own that starts as ``env``: its result, and whether it wrote into an
+        argument array (reported)."""
+        for pname, value in bound.items():
+            if isinstance(value, Node):
+                self.hints.setdefault(value, pname)
+        here = self.frame.source
+        site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
+        frame = Frame(source, env, local_names, site)
         self.frames.append(frame)
         try:
             result = self._run_frame(frame)
         finally:
             self.frames.pop()
-        if self._writes_into_argument(call, name, frame, bound, result):
-            return self.poison
-        return result
+        return result, self._writes_into_argument(call, name, frame, bound, result)
 
     def escaping(self, node: ast.AST, value: Value, what: str) -> bool:
         """Report a local function in ``value``, which is ``what`` ("returned",
@@ -559,7 +568,11 @@ class Lowerer(
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as exc:
-            return self.error(call, f"bad call of `{name}`: {exc}")
+            return self.error(
+                call,
+                f"bad call of `{name}`: {exc}",
+                f"call `{name}` with the parameters of its definition",
+            )
         bound.apply_defaults()
         return {
             p: v if _is_value(v) else python_value(v)

@@ -431,7 +431,8 @@ def _average(
             if len(w.shape) != 1:
                 raise S.ShapeMismatch(
                     "np.average: 1D weights expected when shapes "
-                    "of a and weights differ"
+                    "of a and weights differ",
+                    "pass 1-D weights along `axis`, or weights of the array's shape",
                 )
             (ax,) = axes
             S.unify(

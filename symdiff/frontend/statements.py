@@ -402,7 +402,12 @@ class StatementLowering:
             frame.env[name] = self.poison
             return True
         if len(call.args) != 1 or call.keywords:
-            self.error(stmt, f"{where} takes one argument")
+            self.error(
+                stmt,
+                f"{where} takes one argument",
+                "`ys.append(v)` with one value; `ys.extend((a, b))` for several",
+            )
+            frame.env[name] = self.poison  # no follow-on errors where it is used
             return True
         value = self.expr(call.args[0])
         if method == "append":
