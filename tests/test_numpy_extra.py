@@ -468,7 +468,7 @@ def fsum_of_a_matrix(X):
             "constant",
         ),
         (polyval_matrix, (np.ones((2, 2)), np.ones(3)), "1-D array", "highest power"),
-        (multi_dot_one, (np.eye(2),), "at least two arrays", ""),
+        (multi_dot_one, (np.eye(2),), "at least two arrays", "two or more arrays"),
         (cross_of_four, (1.0,), "incompatible dimensions", "3 components"),
         (sum_with_dtype, (np.ones(2),), "`dtype` is not supported", "leave"),
         (
@@ -477,7 +477,7 @@ def fsum_of_a_matrix(X):
             "axis must be specified",
             "axis=-1",
         ),
-        (dist_of_two_sizes, (1.0, 2.0), "same number of dimensions", ""),
+        (dist_of_two_sizes, (1.0, 2.0), "same number of dimensions", "coordinates"),
         (fsum_of_a_matrix, (np.ones((2, 2)),), "1-D array", "math.fsum((a, b, c))"),
     ],
     ids=lambda v: getattr(v, "__name__", ""),

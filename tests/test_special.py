@@ -136,9 +136,7 @@ def test_lgamma_and_gamma_keep_ieee_values_at_their_poles():
         value_and_grad = symdiff.value_and_grad(loggamma_only, target=target)
         assert value_and_grad(0.0)[0] == math.inf
         assert value_and_grad(-2.0)[0] == math.inf
-        assert symdiff.jit(gamma_array, target=target)(-3.0) != symdiff.jit(
-            gamma_array, target=target
-        )(-3.0)  # NaN
+        assert math.isnan(symdiff.jit(gamma_array, target=target)(-3.0))
     got = symdiff.jit(gamma_array)(np.array([-0.0, 0.0, 200.0, 4.0]))
     np.testing.assert_array_equal(got, [-math.inf, math.inf, math.inf, 6.0])
 
