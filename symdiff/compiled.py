@@ -24,6 +24,7 @@ from symdiff.errors import (
 )
 from symdiff.frontend.lower import Traced, trace
 from symdiff.frontend.source import function_source
+from symdiff.frontend.values import static_kind
 from symdiff.ir.loops import tape_arrays
 from symdiff.ir.node import Node, topological
 from symdiff.kernel import Kernel, build_kernel
@@ -96,6 +97,9 @@ def annotated_dtype(param: inspect.Parameter) -> str:
     annotated or defaults so (``def f(x, n: int)``, ``def f(x, n=3)``), else
     float64."""
     ann, default = param.annotation, param.default
+    static = static_kind(default) if default is not param.empty else None
+    if static is not None and ann in (param.empty, str, "str"):
+        return static  # ``reduction="mean"``, ``w=None``: as the default is
     if ann in (int, "int") or (type(default) is int and ann is param.empty):
         return "int64"
     if ann in (bool, "bool") or (type(default) is bool and ann is param.empty):
@@ -104,6 +108,15 @@ def annotated_dtype(param: inspect.Parameter) -> str:
 
 
 _MISSING = object()
+
+
+def _placeholder(value: object) -> int:
+    """What a kernel takes for an argument it was specialised to (a string)."""
+    return 0
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiouAEIOU" else "a ") + f"`{noun}`"
 
 
 class _Omitted:
@@ -144,11 +157,16 @@ def reject_symdiff_function(fun: Any, transform: str) -> None:
 
 def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """What selects a kernel: the argument types, and for arrays their dtype, rank
-    and which axes have length 1 (not their sizes)."""
+    and which axes have length 1 (not their sizes); a string or a function
+    argument itself (the kernel is specialised to it)."""
     return tuple(
         (type(a), a.dtype.char, tuple(d == 1 for d in a.shape))
         if isinstance(a, np.ndarray)
         or (type(a) not in _NUMBER_TYPES and is_device_array(a))
+        else (str, a)
+        if type(a) is str
+        else (type(a), id(a))
+        if callable(a) and static_kind(a) is not None
         else type(a)
         for a in args
     )
@@ -312,6 +330,15 @@ class Compiled:
         self._last: Kernel | None = None
         self._signature = self._check_function(fun)
         self._nparams = len(self._signature.parameters)
+        # calls with this many positional arguments and no keywords need no
+        # binding (-1: keyword-only parameters are always bound by name)
+        self._positional = (
+            -1
+            if any(
+                p.kind is p.KEYWORD_ONLY for p in self._signature.parameters.values()
+            )
+            else self._nparams
+        )
         functools.update_wrapper(self, fun)
         if spec.kind == "jit":
             # Calls to a jitted helper inside another symdiff function are inlined.
@@ -347,7 +374,7 @@ class Compiled:
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or len(args) != self._nparams:
+        if kwargs or len(args) != self._positional:
             args = self._bind(args, kwargs)
         fn = self._kernels.get(_key(args))
         if fn is None:
@@ -362,7 +389,7 @@ class Compiled:
     def call_extended(self, primals: tuple[Any, ...], extras: tuple[Any, ...]) -> Any:
         """Call a kernel that takes extra float parameters after the primals
         (tangents for jvp/hvp, cotangents for vjp)."""
-        if len(primals) != self._nparams:
+        if len(primals) != self._positional:
             primals = self._bind(primals, {})
         fn = self._kernels.get(_key(primals))
         if fn is None:
@@ -426,6 +453,18 @@ class Compiled:
             dtype = _dtype_of(value)
             if isinstance(value, np.ndarray) and value.ndim == 0 and dtype:
                 casts[i] = np.ndarray.item  # a 0-d array: the number it holds
+            static = static_kind(value) if dtype is None else None
+            if static is not None:
+                # a string, None or a function: the kernel is specialised to it
+                # and takes a placeholder in its place
+                if i in wrt:
+                    raise ArgumentError(
+                        f"cannot differentiate with respect to `{names[i]}`: it is "
+                        f"{_a(type(value).__name__)}, not a number or an array"
+                    )
+                casts[i] = _placeholder
+                dtypes.append(static)
+                continue
             if dtype is None:
                 kind = type(value).__name__
                 if isinstance(value, np.ndarray):
@@ -556,7 +595,9 @@ class Compiled:
         reserved |= {f"_t{i}" for i in range(len(names))}
         reserved |= {f"_d{i}" for i in range(len(names))}
         reserved |= {"_shape_error", "_argument_error"}
-        if any(p.default is not p.empty for p in params) or reserved & set(names):
+        if any(p.default is not p.empty or p.kind is p.KEYWORD_ONLY for p in params):
+            return
+        if reserved & set(names):
             return
         # Missing or extra arguments fail the checks and reach the generic path,
         # which reports them; an unknown keyword is Python's own TypeError.

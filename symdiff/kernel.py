@@ -21,6 +21,7 @@ from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.printer import Printer
 from symdiff.backend.warm import WarmStart
 from symdiff.frontend.lower import Traced, trace
+from symdiff.frontend.values import STATIC, static_value
 from symdiff.ir.listing import listing
 from symdiff.ir.loops import merge_extensions
 from symdiff.ir.node import Node, topological
@@ -99,6 +100,17 @@ def _one_loop_each(plan: Plan) -> Plan:
     )
 
 
+def _shown(value: object) -> str:
+    """A static argument as the header shows it: ``'mean'``, ``None``, ``np.tanh``."""
+    if isinstance(value, str) or value is None:
+        return repr(value)
+    module = getattr(value, "__module__", None) or ""
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", "?")
+    return (
+        f"np.{name}" if module == "numpy" or type(value).__name__ == "ufunc" else name
+    )
+
+
 def build_kernel(
     fun: types.FunctionType,
     spec: Spec,
@@ -144,6 +156,13 @@ def build_kernel(
         header.append(f"with respect to: {', '.join(plan.wrt)}")
     if plan.mode:
         header.append(f"mode: {plan.mode}")
+    fixed = [
+        f"{p.attrs[1]} = {_shown(static_value(d))}"
+        for p, d in zip(plan.params, dtypes, strict=False)
+        if d.startswith(STATIC)
+    ]
+    if fixed:  # the kernel takes a placeholder for these
+        header.append(f"specialised to: {', '.join(fixed)}")
     graph = topological([*outputs, *plan.primal])
     device = device and (
         any(p.shape for p in plan.params) or any(n.shape for n in graph)

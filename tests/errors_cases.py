@@ -106,7 +106,7 @@ def assigns_attribute(x):
 
 # -- names and calls ------------------------------------------------------------------
 def calls_unknown_math(x):
-    return math.factorial(x) * 2.0
+    return math.isqrt(x) * 2.0
 
 
 def calls_unknown_numpy(x):

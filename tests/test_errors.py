@@ -187,7 +187,7 @@ def test_raise():
     check_diagnostic(
         err,
         single(err, "uses_raise"),
-        "`raise` is not supported",
+        "`raise` is not supported where it depends on values",
         snippet,
         hint="validate the arguments before calling the differentiated function",
         width=len(snippet),
@@ -289,7 +289,7 @@ def test_all_problems_are_reported_together_in_source_order():
     assert str(err).startswith(header("many_problems", 3) + "\n\n")
     expected = [
         (
-            "`raise` is not supported",
+            "`raise` is not supported where it depends on values",
             'raise ValueError("too large")',
             "raise",
             RAISE_HINT,
@@ -335,17 +335,9 @@ def test_yield_is_named():
     )
 
 
-def test_is_comparison_reported_once():
-    err = translation_error(cases.compares_with_is, 2.0)
-    check_diagnostic(
-        err,
-        single(err, "compares_with_is"),
-        "comparison `is` is not supported",
-        "return 1.0 if x is None else x",
-        "x is None",
-        hint="compare numbers with < <= > >= == !=",
-        width=len("x is None"),
-    )
+def test_is_none_of_a_number_is_decided_while_tracing():
+    # a number is never None, as in Python: the conditional returns x
+    assert symdiff.grad(cases.compares_with_is)(2.0) == 1.0
 
 
 def test_attribute_assignment_message_reads_as_english():
@@ -363,7 +355,7 @@ def test_attribute_assignment_message_reads_as_english():
 @pytest.mark.parametrize(
     ("fun", "snippet", "name"),
     [
-        (cases.calls_unknown_math, "return math.factorial(x) * 2.0", "math.factorial"),
+        (cases.calls_unknown_math, "return math.isqrt(x) * 2.0", "math.isqrt"),
         (cases.calls_unknown_numpy, "return np.cbrt(x) + x", "np.cbrt"),
     ],
 )
@@ -648,7 +640,6 @@ def test_unexpected_keyword_argument_and_a_missing_one():
 @pytest.mark.parametrize(
     ("value", "kind_name"),
     [
-        ("2.0", "str"),
         ([2.0], "list"),
         (np.array([2.0j, 3.0]), "1-d array of complex128"),
         (np.array(2.0j), "0-d array of complex128"),
@@ -661,6 +652,20 @@ def test_argument_of_a_wrong_type(value, kind_name):
     assert str(info.value) == (
         f"argument `x` of `square` is a `{kind_name}`; {SCALARS_ONLY}"
     )
+
+
+def test_a_string_where_a_number_is_needed():
+    # strings configure a function (``reduction="mean"``): not differentiated...
+    with pytest.raises(symdiff.ArgumentError) as info:
+        symdiff.grad(cases.square)("2.0")
+    assert str(info.value) == (
+        "cannot differentiate with respect to `x`: it is a `str`, not a number or "
+        "an array"
+    )
+    # ...and used as a number, reported where
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(cases.two_args)(1.0, "2.0")
+    assert "the right operand is a `str`, where a number is needed" in str(info.value)
 
 
 def test_array_output_of_grad():
@@ -679,9 +684,9 @@ def test_wrong_type_after_a_compiled_call():
     f = symdiff.grad(cases.square)
     assert f(3.0) == 6.0
     with pytest.raises(symdiff.ArgumentError) as info:
-        f("3.0")
+        f([3.0])
     assert isinstance(info.value, symdiff.SymdiffError)
-    assert str(info.value) == f"argument `x` of `square` is a `str`; {SCALARS_ONLY}"
+    assert str(info.value) == f"argument `x` of `square` is a `list`; {SCALARS_ONLY}"
     with pytest.raises(symdiff.ArgumentError):
         f(3.0, 4.0)
 
@@ -832,16 +837,10 @@ def test_star_args_parameter():
 
 
 def test_keyword_only_parameter():
-    err = translation_error(cases.keyword_only, 1.0, call_kwargs={"scale": 2.0})
-    check_diagnostic(
-        err,
-        single(err, "keyword_only"),
-        "keyword-only parameters are not supported",
-        "def keyword_only(x, *, scale):",
-        "scale",
-        hint="make it an ordinary positional parameter",
-        width=len("scale"),
-    )
+    grad = symdiff.grad(cases.keyword_only)
+    assert grad(1.0, scale=2.0) == 2.0
+    with pytest.raises(symdiff.ArgumentError, match="too many positional arguments"):
+        grad(1.0, 2.0)
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -876,7 +875,7 @@ def test_error_inside_an_inlined_helper():
     check_diagnostic(
         err,
         single(err, "calls_bad_helper"),
-        "`raise` is not supported",
+        "`raise` is not supported where it depends on values",
         'raise ValueError("negative")',
         "raise",
         hint=RAISE_HINT,
@@ -893,7 +892,7 @@ def test_error_two_helpers_deep_lists_the_call_chain():
     check_diagnostic(
         err,
         single(err, "calls_helper_twice_removed"),
-        "`raise` is not supported",
+        "`raise` is not supported where it depends on values",
         'raise ValueError("negative")',
         "raise",
         hint=RAISE_HINT,
@@ -923,7 +922,7 @@ def test_helper_inlined_twice_on_one_line_is_reported_once():
     check_diagnostic(
         err,
         single(err, "helper_twice_on_one_line"),
-        "`raise` is not supported",
+        "`raise` is not supported where it depends on values",
         'raise ValueError("negative")',
         "raise",
         hint=RAISE_HINT,

@@ -291,15 +291,25 @@ def python_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run a generated function as plain Python with the kernel's IEEE semantics.
 
     Float arguments become ``numpy.float64`` so that ``1/0`` gives ``inf`` as in
-    the Numba kernel (``error_model="numpy"``) instead of raising.
+    the Numba kernel (``error_model="numpy"``) instead of raising, and ints
+    ``numpy.int64``: ``10 // 0`` is 0 there, as in Numba (an untaken branch's
+    ``10 // k`` at ``k == 0``), and arithmetic wraps at 64 bits alike.
     """
 
     def run(*args: Any) -> Any:
         with np.errstate(all="ignore"):
-            out = fn(*(np.float64(a) if isinstance(a, float) else a for a in args))
+            out = fn(*(_numpy_scalar(a) for a in args))
         return _python_scalars(out)
 
     return run
+
+
+def _numpy_scalar(value: Any) -> Any:
+    if isinstance(value, float):
+        return np.float64(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return np.int64(value)
+    return value
 
 
 def _python_scalars(value: Any) -> Any:

@@ -201,11 +201,6 @@ def _reduction(op: str) -> Builder:
     return build
 
 
-def _mean(x: Value, axis: Value | None = None, keepdims: Value | None = None) -> Node:
-    node = array(x)
-    return A.mean(node, axes_arg(axis, len(node.shape)), flag(keepdims, "keepdims"))
-
-
 def _norm(
     x: Value,
     ord: Value | None = None,
@@ -1474,12 +1469,12 @@ def _method_transpose(x: Node, *axes: Value) -> Node:
     return _transpose(x, axes[0] if len(axes) == 1 else tuple(axes))
 
 
+#: Array methods built here (``.sum()`` and ``.mean()``, with ``where=``, are in
+#: :mod:`symdiff.frontend.more_numpy`).
 METHODS: dict[str, Builder] = {
-    "sum": _reduction("sum"),
     "prod": _reduction("prod"),
     "max": _reduction("amax"),
     "min": _reduction("amin"),
-    "mean": _mean,
     "var": _var,
     "std": _std,
     "cumsum": _running("add", ".cumsum()"),
@@ -1500,7 +1495,7 @@ METHODS: dict[str, Builder] = {
 
 
 def attribute(x: Node, name: str) -> Value:
-    """``x.shape``, ``x.T``... or a :class:`BoundMethod`; KeyError if unknown."""
+    """``x.shape``, ``x.T``, ``x.ndim``, ``x.size``; KeyError if unknown."""
     if name == "shape":
         return tuple(A.dim(d) for d in x.shape)
     if name == "T":
@@ -1509,8 +1504,6 @@ def attribute(x: Node, name: str) -> Value:
         return constant(len(x.shape))
     if name == "size":
         return A.dim(S.product(x.shape))
-    if name in METHODS:
-        return Static(BoundMethod(x, name))
     raise KeyError(name)
 
 

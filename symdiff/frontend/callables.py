@@ -150,6 +150,58 @@ def _logaddexp2(a: Node, b: Node) -> Node:
     return div(apply("logaddexp", mul(a, ln2), mul(b, ln2)), ln2)
 
 
+def _whole(k: Node, name: str, what: str = "its argument") -> int | None:
+    """``k``'s value where it is a constant; Unsupported where it is no integer
+    (Python raises TypeError for a float)."""
+    from symdiff.frontend.arrays import Unsupported
+
+    if k.shape or k.dtype not in ("int64", "bool"):
+        raise Unsupported(
+            f"`{name}` takes integers: {what} is "
+            + ("an array" if k.shape else "a float"),
+            "pass an int (an int argument, len(x), a loop index)",
+        )
+    if k.op != "const":
+        return None
+    if k.value < 0:
+        raise Unsupported(f"`{name}` of a negative number: Python raises ValueError")
+    return int(k.value)
+
+
+def _exact(value: int) -> Node:
+    """A Python int as a constant: an int64 where it fits, else the float64 it
+    turns into in arithmetic (inf past the largest one)."""
+    if value < 2**63:
+        return constant(value)
+    return constant(float(value) if value.bit_length() <= 1024 else math.inf)
+
+
+def _factorial(k: Node) -> Node:
+    """``math.factorial``: exact for a constant; ``gamma(k + 1)`` for an int known
+    when the kernel runs (Numba's, as CPython's, is exact up to 22!)."""
+    n = _whole(k, "math.factorial")
+    if n is not None:
+        return _exact(math.factorial(n)) if n <= 170 else constant(math.inf)
+    return apply("gamma", add(to_float(k), ONE))
+
+
+def _comb(n: Node, k: Node) -> Node:
+    """``math.comb``: exact for constants; ``exp(lgamma...)`` rounded for ints known
+    when the kernel runs (exact while below about 1e13), 0 where ``k > n``."""
+    a = _whole(n, "math.comb", "`n`")
+    b = _whole(k, "math.comb", "`k`")
+    if a is not None and b is not None:
+        return _exact(math.comb(a, b))
+
+    def lgamma1(v: Node) -> Node:
+        return apply("lgamma", add(to_float(v), ONE))
+
+    log = sub(sub(lgamma1(n), lgamma1(k)), lgamma1(sub(n, k)))
+    value = apply("floor", add(apply("exp", log), constant(0.5)))
+    inside = logical_and(apply("ge", k, constant(0)), apply("le", k, n))
+    return select(inside, value, ZERO)
+
+
 def _table() -> dict[int, Builtin]:
     table: dict[int, Builtin] = {}
 
@@ -212,6 +264,8 @@ def _table() -> dict[int, Builtin]:
     add(builtins.float, Builtin("float", 1, 1, to_float))
     add(builtins.int, Builtin("int", 1, 1, truncate))
     add(math.trunc, Builtin("math.trunc", 1, 1, truncate))
+    add(math.factorial, Builtin("math.factorial", 1, 1, _factorial))
+    add(math.comb, Builtin("math.comb", 2, 2, _comb))
     add(stop_gradient, Builtin("symdiff.stop_gradient", 1, 1, _op("stop_gradient")))
     return table
 

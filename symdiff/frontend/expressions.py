@@ -51,6 +51,15 @@ _COMPARE = {
     ast.NotEq: "ne",
 }
 
+_COMPARE_SYMBOLS = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+}
+
 _OP_SYMBOLS = {
     ast.MatMult: "@",
     ast.BitAnd: "&",
@@ -131,6 +140,10 @@ def _python_function(obj: object) -> types.FunctionType | None:
     except (ValueError, TypeError):
         return None
     return inner if isinstance(inner, types.FunctionType) and inner is not obj else None
+
+
+#: Array methods: ``x.sum()`` and the like (name: builder, ``x`` first).
+METHODS: dict[str, Callable[..., Value]] = {**MN.METHODS, **AR.METHODS}
 
 
 def _array_function(obj: object) -> tuple[str, Callable[..., Value]] | None:
@@ -372,6 +385,8 @@ class ExpressionLowering:
     ) -> Value:
         (base,) = values
         if isinstance(base, Node):
+            if node.attr in METHODS:
+                return Static(BoundMethod(base, node.attr))
             try:
                 return AR.attribute(base, node.attr)
             except KeyError:
@@ -380,7 +395,7 @@ class ExpressionLowering:
                     node,
                     f"attribute `.{node.attr}` of {what} is not supported",
                     "symdiff understands .shape, .T, .ndim, .size and the methods "
-                    + ", ".join(f".{m}()" for m in AR.METHODS),
+                    + ", ".join(f".{m}()" for m in METHODS),
                 )
         if isinstance(base, Static) and isinstance(base.obj, (types.ModuleType, type)):
             if not hasattr(base.obj, node.attr):
@@ -446,20 +461,89 @@ class ExpressionLowering:
     def _expr_Compare(
         self, node: ast.Compare, values: list[Value], test: bool
     ) -> Value:
-        for op in node.ops:
-            if type(op) not in _COMPARE:
-                symbol = _OP_SYMBOLS.get(type(op), type(op).__name__)
-                return self.error(
-                    node,
-                    f"comparison `{symbol}` is not supported",
-                    "compare numbers with < <= > >= == !=",
-                )
-        operands = [self.scalar(node, v) for v in values]
         result: Node = B.TRUE
         for i, op in enumerate(node.ops):
-            name = _COMPARE[type(op)]
-            result = B.logical_and(result, B.apply(name, operands[i], operands[i + 1]))
+            left, right = values[i], values[i + 1]
+            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) or any(
+                isinstance(v, Static) for v in (left, right)
+            ):
+                pair = self._compare_objects(node, op, left, right)
+            elif type(op) in _COMPARE:
+                pair = B.apply(
+                    _COMPARE[type(op)],
+                    self.scalar(node, left),
+                    self.scalar(node, right),
+                )
+            else:  # pragma: no cover - Python has no other comparisons
+                raise AssertionError(op)
+            if pair is self.poison:
+                return pair
+            result = B.logical_and(result, pair)
         return result
+
+    def _compare_objects(
+        self, node: ast.Compare, op: ast.cmpop, left: Value, right: Value
+    ) -> Node:
+        """A comparison that involves Python objects (``mode == "mean"``,
+        ``w is None``) or membership (``mode in ("a", "b")``, ``k in (1, 2)``):
+        decided now where Python decides it from the objects alone."""
+        symbol = _OP_SYMBOLS.get(type(op)) or _COMPARE_SYMBOLS[type(op)]
+        negate = isinstance(op, (ast.IsNot, ast.NotIn, ast.NotEq))
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if not isinstance(right, tuple):
+                return self.error(
+                    node,
+                    f"`{symbol}` needs a tuple or a list on its right",
+                    'write the choices out: `mode in ("a", "b")`',
+                )
+            hits = [self._compare_objects(node, ast.Eq(), left, v) for v in right]
+            if any(h is self.poison for h in hits):
+                return self.poison
+            found: Node = B.FALSE
+            for hit in hits:
+                found = B.logical_or(found, hit)
+            return B.logical_not(found) if negate else found
+        if isinstance(op, ast.Eq) and not any(
+            isinstance(v, Static) for v in (left, right)
+        ):  # an item of `k in (1, 2)`
+            return B.apply("eq", self.scalar(node, left), self.scalar(node, right))
+        if isinstance(left, Static) and isinstance(right, Static):
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                same = left.obj is right.obj
+            elif isinstance(op, (ast.Eq, ast.NotEq)):
+                same = bool(left.obj == right.obj)
+            else:
+                return self.error(
+                    node,
+                    f"`{symbol}` between `{type(left.obj).__name__}` and "
+                    f"`{type(right.obj).__name__}` is not supported",
+                    "compare these with == or !=",
+                )
+            return B.constant(same != negate)
+        objects = [v for v in (left, right) if isinstance(v, Static)]
+        if (
+            isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+            and objects
+            and all(isinstance(v, (Node, Static)) for v in (left, right))
+        ):
+            # a number or an array is never None, a string or a function
+            return B.constant(negate)
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            return self.error(
+                node,
+                f"`{symbol}` between numbers is not supported",
+                "compare numbers with == or != (`is` is for `x is None`)",
+            )
+        return self.error(
+            node,
+            f"comparison `{symbol}` of "
+            + " and ".join(
+                f"a `{type(v.obj).__name__}`" if isinstance(v, Static) else "a number"
+                for v in (left, right)
+            )
+            + " is not supported",
+            "compare numbers with < <= > >= == !=, and strings with == or !=",
+        )
 
     def _expr_BoolOp(self, node: ast.BoolOp, values: list[Value], test: bool) -> Value:
         operands = [self.scalar(node, v) for v in values]
@@ -640,7 +724,7 @@ class ExpressionLowering:
             return consumed
         if isinstance(obj, BoundMethod):
             return self._build(
-                node, name, AR.METHODS[obj.name], [obj.array, *args], kwargs
+                node, name, METHODS[obj.name], [obj.array, *args], kwargs
             )
         if obj is np.stack and len(args) == 1 and not kwargs:
             (rows,) = args
@@ -682,6 +766,14 @@ class ExpressionLowering:
                     f"`{name}` takes {want} argument"
                     f"{'s' if want != '1' else ''}, got {n}",
                 )
+            if obj is builtins.float and n == 1 and isinstance(args[0], Static):
+                text = args[0].obj
+                try:  # float("inf"), float("-inf"), float("nan"), float("1e-8")
+                    return constant(float(text))  # type: ignore[arg-type]
+                except (TypeError, ValueError):
+                    return self.error(
+                        node, f"float() cannot convert {text!r} to a number"
+                    )
             nodes = [
                 self.scalar(a, v, f"argument {i + 1} of `{name}`")
                 for i, (a, v) in enumerate(zip(node.args, args, strict=True))

@@ -306,6 +306,17 @@ class LoopLowering:
         frame.env = self._join(stmt, [(broke, env0), (after, frame.env)])
         frame.live = live0 if after is ran else B.logical_or(left, after)
 
+    def _path(self) -> Node:
+        """The condition under which the statement being lowered runs: the live
+        conditions of this frame and of the helpers' call sites around it, out
+        to the innermost loop body (whose values are the loop's own)."""
+        path = B.TRUE
+        for f in reversed(self.frames):
+            path = B.logical_and(f.live, path)
+            if f.loop is not None:
+                break
+        return path
+
     def _join(
         self, stmt: ast.stmt, records: list[tuple[Node, dict[str, Value]]]
     ) -> dict[str, Value]:
@@ -460,24 +471,29 @@ class LoopLowering:
         return Source(count, item)
 
     def _enumerate(self, it: ast.Call, unroll: int = UNROLL) -> Source | None:
-        if len(it.args) not in (1, 2) or it.keywords:
+        args = list(it.args)
+        if len(args) == 1 and [k.arg for k in it.keywords] == ["start"]:
+            args.append(it.keywords[0].value)  # enumerate(x, start=1)
+        elif it.keywords:
+            args = []
+        if len(args) not in (1, 2):
             self.error(
                 it,
                 "`enumerate` takes an iterable and an optional start",
-                "write `enumerate(x)` or `enumerate(x, 1)`",
+                "write `enumerate(x)`, `enumerate(x, 1)` or `enumerate(x, start=1)`",
             )
             return None
-        inner = self._source(it.args[0], unroll)
+        inner = self._source(args[0], unroll)
         if inner is None:
             return None
         start: Value = B.constant(0)
-        if len(it.args) == 2:
-            start = self.expr(it.args[1])
+        if len(args) == 2:
+            start = self.expr(args[1])
             if not (
                 isinstance(start, Node) and start.dtype == "int64" and not start.shape
             ):
                 self.error(
-                    it.args[1],
+                    args[1],
                     "the start of `enumerate` must be an integer",
                     "use an int constant or an int argument",
                 )
@@ -629,6 +645,7 @@ class LoopLowering:
         ]
         kinds = [(v.dtype, v.shape) for v in init]
         label = _label(stmt, frame)
+        guard = self._path()
         for _attempt in range(_WIDEN):
             reported = len(self.diagnostics)
             outcome = self._lower_body(
@@ -642,6 +659,7 @@ class LoopLowering:
                 test,
                 index_hint,
                 flag,
+                guard,
             )
             if outcome is None:  # errors reported
                 frame.env = env0
@@ -686,6 +704,11 @@ class LoopLowering:
             False,
             label,
         )
+        if guard is not B.TRUE and not (count.op == "const" and count.value < 0):
+            # in a branch not taken the loop runs no iteration: its body (and,
+            # in reverse mode, its backward loop) never meets values it was not
+            # written for (sqrt(-1) under `if x > 0`)
+            count = B.select(guard, count, B.constant(0))
         node = L.loop(count, init, captured_outer, body)
         results = L.results(node)
         for r, name in zip(results, leaf_names, strict=True):
@@ -713,7 +736,10 @@ class LoopLowering:
         test: ast.expr | None,
         index_hint: str,
         flag: str | None = None,
+        guard: Node = B.TRUE,
     ) -> tuple[tuple, list[Node], list[Node]] | None:
+        """``guard``: the condition under which the loop runs at all; a ``while``
+        loop tests it first (a loop in a branch not taken must not spin)."""
         frame = self.frame
         reported = len(self.diagnostics)
         index = L.var(index_hint, (), "int64")
@@ -763,6 +789,9 @@ class LoopLowering:
                 t = self.condition(test, self.expr(test, test=True))
                 if t.op == "const" and t.value:
                     t = None  # `while True`: only `break` ends it
+                if guard is not B.TRUE:
+                    g: Node = capture(guard)  # type: ignore[assignment]
+                    t = g if t is None else B.logical_and(g, t)
                 test_node = t
             bind(index, capture)
             self.block(stmt.body)

@@ -34,7 +34,14 @@ from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.loops import LoopContext, LoopLowering
 from symdiff.frontend.source import FunctionSource, function_source
 from symdiff.frontend.statements import StatementLowering, _local_names, _walk_scope
-from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
+from symdiff.frontend.values import (
+    STATIC,
+    LocalFunction,
+    Static,
+    Undefined,
+    Value,
+    static_value,
+)
 from symdiff.ir import build as B
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
@@ -53,6 +60,7 @@ class Frame:
     returns: list[tuple[Node, Value]] = field(default_factory=list)
     running: bool = True  # False for a frame that only holds parameters
     loop: LoopContext | None = None  # the loop body being lowered, if any
+    discarded: bool = False  # called as a statement: returns nothing needed
     # the environments where the run-time `if`s being lowered start (a list
     # from before one cannot grow in it: StatementLowering)
     branches: list[dict[str, Value]] = field(default_factory=list)
@@ -113,7 +121,11 @@ def parse_kind(
 ) -> tuple[str, S.Shape]:
     """``"float64"`` or ``"float64[:,1]"`` (an array; ``1`` marks a length-1 axis)
     as a dtype and a symbolic shape for parameter ``index``; ``same`` maps axes
-    known to equal another parameter's to that one."""
+    known to equal another parameter's to that one.  A static argument
+    (:data:`~symdiff.frontend.values.STATIC`) has an int placeholder: the kernel
+    takes 0 in its place."""
+    if kind.startswith(STATIC):
+        return "int64", ()
     if "[" not in kind:
         return kind, ()
     dtype, _, rest = kind.partition("[")
@@ -179,10 +191,17 @@ class Lowerer(
         self.captures: list[tuple[int, Callable[..., Value]]] = []
         # a number for each local function's defaults (their variable's name)
         self.local_count = 0
+        # calls of the user's functions made as statements (`check(mode)`)
+        self.statement_calls: set[ast.Call] = set()
 
     @property
     def frame(self) -> Frame:
         return self.frames[-1]
+
+    def frames_reached(self) -> bool:
+        """Whether the statement being lowered runs on every call: no run-time
+        ``if`` or loop around it, here or at the calls of the helpers inlined."""
+        return all(f.live is B.TRUE and f.loop is None for f in self.frames)
 
     # -- diagnostics ------------------------------------------------------------
     def error(self, node: ast.AST, message: str, hint: str = "") -> Node:
@@ -234,19 +253,22 @@ class Lowerer(
             fn = custom.fun  # type: ignore[assignment]
         source = function_source(fn)
         tree = source.tree
-        names = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
+        a = tree.args
+        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
         params = tuple(
             param_node(i, n, *parse_kind(dt, i, same))
             for i, (n, dt) in enumerate(zip(names, dtypes, strict=False))
         )
-        frame = Frame(
-            source, dict(zip(names, params, strict=False)), _local_names(tree)
-        )
+        env: dict[str, Value] = dict(zip(names, params, strict=False))
+        for n, dt in zip(names, dtypes, strict=False):
+            if dt.startswith(STATIC):  # a string, None, a function: a constant
+                env[n] = Static(static_value(dt))
+        frame = Frame(source, env, _local_names(tree))
         self.frames.append(frame)
-        self._check_signature(tree)
+        self._check_signature(tree, keyword_only=True)
         with (
             S.collecting() as checks,
-            S.naming(lambda i: names[i]),
+            S.naming(lambda i: names[i] if isinstance(i, int) else _count_text(i)),
             S.site(self.where),
         ):
             if self.diagnostics:
@@ -270,7 +292,9 @@ class Lowerer(
             tuple(dict.fromkeys(checks)),
         )
 
-    def _check_signature(self, tree: ast.FunctionDef | ast.Lambda) -> None:
+    def _check_signature(
+        self, tree: ast.FunctionDef | ast.Lambda, keyword_only: bool = False
+    ) -> None:
         a = tree.args
         for arg, what in ((a.vararg, "*args"), (a.kwarg, "**kwargs")):
             if arg is not None:
@@ -279,10 +303,10 @@ class Lowerer(
                     f"`{what}` parameters are not supported",
                     "list the parameters one by one",
                 )
-        for arg in a.kwonlyargs:
+        for arg in [] if keyword_only else a.kwonlyargs:
             self.error(
                 arg,
-                "keyword-only parameters are not supported",
+                "keyword-only parameters of a local function are not supported",
                 "make it an ordinary positional parameter",
             )
 
@@ -292,6 +316,8 @@ class Lowerer(
             return self.expr(tree.body)
         reported = len(self.diagnostics)
         self.block(tree.body)
+        if frame.discarded:
+            return Static(None)  # `check(mode)` as a statement: its value is unused
         if frame.live is not B.FALSE and len(self.diagnostics) > reported:
             return self.poison  # the problems above explain the missing return
         if frame.live is not B.FALSE:
@@ -528,6 +554,7 @@ class Lowerer(
         here = self.frame.source
         site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
         frame = Frame(source, env, local_names, site)
+        frame.discarded = call in self.statement_calls
         self.frames.append(frame)
         try:
             result = self._run_frame(frame)
@@ -757,6 +784,35 @@ _LIBRARY_DIRS = tuple(
     for key in ("stdlib", "platstdlib", "purelib", "platlib")
     if (p := sysconfig.get_paths().get(key))
 )
+
+
+_INT_OPS = {"add": "+", "sub": "-", "mul": "*"}
+
+
+def _count_text(count: Node) -> str:
+    """A run-time count (a list grown in a loop over ``range(n - 1)``) in a
+    message: ``n - 1``; a loop's iterations are counted from parameters and
+    constants with ``+ - *`` (and clipped at 0), else described in words."""
+    if count.op == "max" and count.args[1].op == "const" and count.args[1].value == 0:
+        count = count.args[0]  # range(n): max(n, 0) iterations
+    parts: list[str] = []
+    stack: list[Node | str] = [count]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif item.op == "param":
+            parts.append(str(item.attrs[1]))
+        elif item.op == "const":
+            parts.append(str(item.value))
+        elif item.op == "dim":
+            parts.append(S.format_dim(item.attrs[0]))
+        elif item.op in _INT_OPS and len(parts) + len(stack) < 16:
+            a, b = item.args
+            stack.extend([b, f" {_INT_OPS[item.op]} ", a])
+        else:
+            return "the number of iterations of a loop"
+    return "".join(parts)
 
 
 def _is_library(fn: types.FunctionType) -> bool:

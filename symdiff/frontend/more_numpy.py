@@ -597,6 +597,9 @@ _NUMPY: dict[str, Builder] = {
     "average": _average,
 }
 
+#: ``x.sum(...)`` and ``x.mean(...)``: NumPy's methods take the functions' arguments.
+METHODS: dict[str, Builder] = {"sum": _sum, "mean": _mean}
+
 FUNCTIONS: dict[int, tuple[str, Builder]] = {
     id(getattr(np, name)): (f"np.{name}", build)
     for name, build in _NUMPY.items()

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.expressions import BINOPS, python_value
-from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import shapes as S
@@ -32,7 +33,7 @@ UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
     ),
     ast.With: ("`with` blocks are not supported", "move it out of the function"),
     ast.Raise: (
-        "`raise` is not supported",
+        "`raise` is not supported where it depends on values",
         "validate the arguments before calling the differentiated function",
     ),
     ast.Global: (
@@ -109,11 +110,14 @@ class StatementLowering:
 
     frame: Frame
     hints: dict[Node, str]
+    current: ast.AST | None
     poison: Node
     error: Callable[..., Node]
     expr: Callable[..., Value]
     scalar: Callable[..., Node]
     merge: Callable[..., Value]
+    frames_reached: Callable[[], bool]
+    statement_calls: set[ast.Call]
     local_function: Callable[..., Value]
     escaping: Callable[..., bool]
 
@@ -149,6 +153,8 @@ class StatementLowering:
         elif isinstance(target, (ast.Tuple, ast.List)):
             if value is self.poison:  # already reported
                 value = (self.poison,) * len(target.elts)
+            elif isinstance(value, Node) and value.shape:
+                value = self._unpack_array(target, value, len(target.elts))
             elif not isinstance(value, tuple):
                 self.error(
                     target,
@@ -177,6 +183,33 @@ class StatementLowering:
                 f"{what} is not supported yet",
                 "assign to a plain variable name",
             )
+
+    def _unpack_array(
+        self, target: ast.Tuple | ast.List, value: Node, count: int
+    ) -> tuple[Value, ...]:
+        """``a, b = x``: the rows of ``x`` along its first axis, whose length must
+        be ``count`` (checked when the kernel runs if it is known only then)."""
+        what = f"cannot unpack an array of length {{}} into {count} names"
+        n = value.shape[0]
+        outer, self.current = self.current, target  # the site of a run-time check
+        try:
+            if isinstance(n, int):
+                if n != count:
+                    raise S.ShapeMismatch(what.format(n))
+            else:
+                S.unify(n, count, what.format(f"`{S.format_dim(n)}`"))
+        except S.ShapeMismatch as exc:
+            self.error(
+                target,
+                str(exc),
+                "unpack as many names as the array has rows, or index it: "
+                "`a, b = x[0], x[1]`",
+            )
+            return (self.poison,) * count
+        finally:
+            self.current = outer
+        spec = A.row_spec(len(value.shape))
+        return tuple(A.take(value, spec, (B.constant(j),)) for j in range(count))
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
         if len(stmt.targets) == 1 and self._masked_copy(stmt.targets[0], stmt.value):
@@ -347,6 +380,10 @@ class StatementLowering:
             return
         if isinstance(value, ast.Call) and self._list_method(stmt, value):
             return
+        if isinstance(value, ast.Call) and self._user_function(value.func):
+            self.statement_calls.add(value)
+            self.expr(value)  # `check(mode)`: it may raise; its value is unused
+            return
         if isinstance(value, ast.Call):
             name = ast.unparse(value.func)
             self.error(
@@ -359,6 +396,21 @@ class StatementLowering:
             stmt,
             "an expression statement has no effect on the result",
             "assign its value to a variable, or remove it",
+        )
+
+    def _user_function(self, func: ast.expr) -> bool:
+        """Whether ``func`` names one of the user's own Python functions (a
+        helper or a local function), called as a statement."""
+        if not isinstance(func, ast.Name):
+            return False
+        value = self.frame.env.get(func.id)
+        if isinstance(value, LocalFunction):
+            return True
+        if value is not None or func.id in self.frame.local_names:
+            return False
+        fn = self.frame.source.fn.__globals__.get(func.id)
+        return inspect.isfunction(fn) and not fn.__module__.startswith(
+            ("numpy", "scipy", "math", "symdiff")
         )
 
     def _list_method(self, stmt: ast.Expr, call: ast.Call) -> bool:
@@ -454,6 +506,41 @@ class StatementLowering:
         except ImportError:
             self.error(stmt, f"cannot import `{name}`")
             return None
+
+    def _stmt_Raise(self, stmt: ast.Raise) -> None:
+        """A ``raise`` that runs whatever the numbers are (``mode`` is not one of
+        the known strings): the user's exception is raised now, as the function
+        itself raises it.  Any other ``raise`` depends on values: refused."""
+        reached = self.frames_reached()
+        if reached and stmt.exc is not None:
+            exc = self._static_exception(stmt.exc)
+            if exc is not None:
+                raise exc
+        what, hint = UNSUPPORTED_STATEMENTS[ast.Raise]
+        if reached:
+            what = "this `raise` runs for these arguments, whatever their values"
+            hint = "the function raises here when Python runs it too"
+        self.error(stmt, what, hint)
+
+    def _static_exception(self, expr: ast.expr) -> BaseException | None:
+        """The exception ``expr`` makes, when it reads only Python objects
+        (strings, globals, static arguments); else None."""
+        fn = self.frame.source.fn
+        scope: dict[str, object] = {}
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id in self.frame.env:
+                value = self.frame.env[node.id]
+                if not isinstance(value, Static):
+                    return None  # reads a number: known only when the kernel runs
+                scope[node.id] = value.obj
+        try:
+            code = compile(ast.Expression(expr), "<raise>", "eval")
+            exc = eval(code, dict(fn.__globals__), scope)
+        except Exception:
+            return None
+        if isinstance(exc, type) and issubclass(exc, BaseException):
+            exc = exc()
+        return exc if isinstance(exc, BaseException) else None
 
     def _stmt_If(self, stmt: ast.If) -> None:
         frame = self.frame

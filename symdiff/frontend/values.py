@@ -44,3 +44,38 @@ class LocalFunction:
 
 
 Value = Node | tuple["Value", ...] | Static | Undefined
+
+
+# -- arguments that are Python objects, not numbers ------------------------------------
+#: The prefix of a parameter kind (a dtype string) that stands for a Python object
+#: passed as an argument: the function is lowered with the object in the
+#: parameter's place, as a constant, and the kernel specialised to it.
+STATIC = "static:"
+_OBJECTS: dict[str, object] = {}
+
+
+def static_kind(value: object) -> str | None:
+    """The kind of an argument that is a configuration object rather than data: a
+    string (``reduction="mean"``), ``None`` (``w=None``) or a function
+    (``activation=np.tanh``); None for anything else."""
+    if value is None or isinstance(value, str):
+        return STATIC + repr(value)
+    if inspect.isfunction(value) or inspect.isbuiltin(value) or _is_ufunc(value):
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", "")
+        kind = f"{STATIC}{name}#{id(value)}"
+        _OBJECTS[kind] = value  # kept alive: the id stays this object's
+        return kind
+    return None
+
+
+def static_value(kind: str) -> object:
+    """The object a :func:`static_kind` stands for."""
+    if kind in _OBJECTS:
+        return _OBJECTS[kind]
+    return ast.literal_eval(kind[len(STATIC) :])
+
+
+def _is_ufunc(value: object) -> bool:
+    import numpy as np
+
+    return isinstance(value, np.ufunc)
