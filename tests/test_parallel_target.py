@@ -131,3 +131,18 @@ def test_a_slice_assignment_is_a_loop_on_threads_targets():
     assert value == want_value == slice_written(u)
     np.testing.assert_array_equal(grad, want_grad)
     assert "lap[1:u.shape[0] - 1] =" not in run.source
+
+
+def halving_recurrence(x, n):
+    s = 0.0
+    for _ in range(n):
+        s = s * 0.5 + x
+    return s
+
+
+def test_a_sequential_loop_compiles_without_numbas_parallel_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        slope = symdiff.grad(halving_recurrence, target="parallel")(1.0, 5)
+    assert slope == pytest.approx(1.9375)
+    assert not [w for w in caught if "parallel=True" in str(w.message)]

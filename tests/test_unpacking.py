@@ -112,3 +112,43 @@ def test_a_known_length_that_differs_is_reported_where_it_is_written():
     assert "cannot unpack an array of length 3 into 2 names" in message
     assert "a, b = y" in message
     assert "help: unpack as many names as the array has rows" in message
+
+
+def first_and_rest(x, y, z):
+    a, *rest = (x, y, z)
+    return a * rest[0] + rest[1]
+
+
+def ends_and_middle(x, y, z, w):
+    a, *middle, b = (x, y, z, w)
+    return a * b + sum(middle)
+
+
+def star_of_rows(p):
+    first, *others = np.array([1.0, 2.0, 3.0]) * p
+    return first * others[1]
+
+
+def test_starred_unpacking():
+    grad = symdiff.grad
+    assert grad(first_and_rest, argnums=(0, 1, 2))(1.0, 2.0, 3.0) == (2.0, 1.0, 1.0)
+    assert grad(ends_and_middle, argnums=(0, 1, 2, 3))(1.0, 2.0, 3.0, 4.0) == (
+        4.0,
+        1.0,
+        1.0,
+        1.0,
+    )
+    assert grad(star_of_rows, target="python")(2.0) == 12.0
+
+
+def too_few(x, y):
+    a, b, *rest = (x,)
+    return a * b + len(rest)
+
+
+def test_starred_unpacking_of_too_few_values_is_one_problem():
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(too_few)(1.0, 2.0)
+    message = str(info.value)
+    assert "1 problem found" in message
+    assert "cannot unpack 1 values into at least 2 names" in message

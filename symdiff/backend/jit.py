@@ -35,6 +35,7 @@ import os
 import platform
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -370,18 +371,30 @@ def njit(
         allocator.keep_freed_memory()
     options = dict(NJIT_OPTIONS, cache=cache, parallel=parallel)
     dispatcher = numba.njit(**options)(fn)
-    if not vector_math_enabled():  # also loads libmvec before cached machine code
+    with_vector_math = vector_math_enabled()  # loads libmvec before cached code too
+    if not (with_vector_math or parallel):
         return dispatcher  # type: ignore[no-any-return]
     # Every new signature compiles through the dispatcher's `compile` (looked up
     # on the instance), whether called from Python or from another kernel being
-    # compiled: each compile of this kernel happens under `vector_math`.
+    # compiled: each compile of this kernel happens under `vector_math`, and a
+    # parallel kernel whose loops are all sequential (a recurrence) compiles
+    # without Numba's warning that it found nothing to run in parallel.
     compile_signature = dispatcher.compile
 
-    def compile_with_vector_math(sig: Any) -> Any:
-        with vector_math(fn.__qualname__ if vector_library else None):
-            return compile_signature(sig)
+    def compile_with_policy(sig: Any) -> Any:
+        with warnings.catch_warnings():
+            if parallel:
+                warnings.filterwarnings(
+                    "ignore",
+                    message=r"(?s).*parallel=True.*no transformation",
+                    category=numba.NumbaPerformanceWarning,
+                )
+            if not with_vector_math:
+                return compile_signature(sig)
+            with vector_math(fn.__qualname__ if vector_library else None):
+                return compile_signature(sig)
 
-    dispatcher.compile = compile_with_vector_math
+    dispatcher.compile = compile_with_policy
     return dispatcher  # type: ignore[no-any-return]
 
 

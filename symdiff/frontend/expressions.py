@@ -747,10 +747,17 @@ class ExpressionLowering:
         entry = lookup(obj)
         if entry is not None:
             if kwargs or None in kwargs:
+                hint = "pass the arguments by position"
+                if obj in (builtins.max, builtins.min) and "key" in kwargs:
+                    sign = ">" if obj is builtins.max else "<"
+                    hint = (
+                        f"compare the keys yourself: `a if abs(a) {sign}= abs(b) "
+                        "else b` (a key function is not supported)"
+                    )
+                elif obj in (builtins.max, builtins.min) and "default" in kwargs:
+                    hint = "give it at least one item, or test the count first"
                 return self.error(
-                    node,
-                    f"`{name}` takes no keyword arguments here",
-                    "pass the arguments by position",
+                    node, f"`{name}` takes no keyword arguments here", hint
                 )
             n = len(args)
             if n < entry.min_args or (

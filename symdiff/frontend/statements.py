@@ -150,6 +150,10 @@ class StatementLowering:
             if isinstance(value, Node) and value.op not in ("param", "const"):
                 self.hints.setdefault(value, target.id)
             self.frame.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)) and any(
+            isinstance(e, ast.Starred) for e in target.elts
+        ):
+            self._assign_starred(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if value is self.poison:  # already reported
                 value = (self.poison,) * len(target.elts)
@@ -183,6 +187,41 @@ class StatementLowering:
                 f"{what} is not supported yet",
                 "assign to a plain variable name",
             )
+
+    def _assign_starred(self, target: ast.Tuple | ast.List, value: Value) -> None:
+        """``first, *rest = t``: the starred name takes the items between, as a
+        tuple (of a tuple, or of an array's rows when their count is known)."""
+        elts = target.elts
+        star = next(k for k, e in enumerate(elts) if isinstance(e, ast.Starred))
+        after = len(elts) - star - 1
+        items: tuple[Value, ...] | None = None
+        if value is self.poison:
+            items = (self.poison,) * (len(elts) - 1)
+        elif isinstance(value, tuple):
+            items = value
+        elif (
+            isinstance(value, Node) and value.shape and isinstance(value.shape[0], int)
+        ):
+            items = self._unpack_array(target, value, value.shape[0])
+        if items is None or len(items) < len(elts) - 1:
+            self.error(
+                target,
+                "cannot unpack this value into the names"
+                if items is None
+                else f"cannot unpack {len(items)} values into at least "
+                f"{len(elts) - 1} names",
+                "unpack a tuple, or an array whose length is known (index it: "
+                "`first, rest = x[0], x[1:]`)",
+            )
+            for e in elts:
+                self.assign(e.value if isinstance(e, ast.Starred) else e, self.poison)
+            return
+        for e, item in zip(elts[:star], items[:star], strict=True):
+            self.assign(e, item)
+        middle = items[star : len(items) - after]
+        self.assign(elts[star].value, tuple(middle))  # type: ignore[attr-defined]
+        for e, item in zip(elts[star + 1 :], items[len(items) - after :], strict=True):
+            self.assign(e, item)
 
     def _unpack_array(
         self, target: ast.Tuple | ast.List, value: Node, count: int
