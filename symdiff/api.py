@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +14,7 @@ import numpy as np
 
 from symdiff.compiled import OMITTED, Compiled
 from symdiff.errors import ArgumentError
+from symdiff.frontend.values import Bound, static_kind
 from symdiff.transforms import MODES, Spec, leaves
 
 # Compiled transforms behind the immediate-mode calls (jvp, vjp, hvp), per function.
@@ -19,15 +23,98 @@ _CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[Spec, str], Compiled]] = (
 )
 
 
-def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Compiled:
+def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Any:
     try:
         per_function = _CACHE.setdefault(fun, {})
     except TypeError:  # not weak-referenceable: no cache
-        return Compiled(fun, spec, target)
+        return _compile(fun, spec, target)
     compiled = per_function.get((spec, target))
     if compiled is None:
-        compiled = per_function[spec, target] = Compiled(fun, spec, target)
+        compiled = per_function[spec, target] = _compile(fun, spec, target)
     return compiled
+
+
+def _unbind(fun: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    """The Python function behind ``fun`` and the arguments bound to it: a
+    ``functools.partial``'s, the object of a bound method (``model.energy``) or
+    of a callable object (its class's ``__call__``), passed as a constant."""
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+    if isinstance(fun, functools.partial):
+        args, kwargs, fun = fun.args, dict(fun.keywords), fun.func
+    if isinstance(fun, types.MethodType) and isinstance(
+        fun.__func__, types.FunctionType
+    ):
+        return fun.__func__, (Bound(fun.__self__), *args), kwargs
+    call = next(  # `__call__` as a class of the user's defines or inherits it
+        (vars(c)["__call__"] for c in type(fun).__mro__ if "__call__" in vars(c)),
+        None,
+    )
+    if (
+        isinstance(call, types.FunctionType)
+        and not isinstance(fun, (types.FunctionType, type))
+        and not type(fun).__module__.startswith(("symdiff", "numba"))
+    ):
+        return call, (Bound(fun), *args), kwargs
+    return fun, args, kwargs
+
+
+def _compile(fun: Any, spec: Spec, target: str) -> Any:
+    """``Compiled`` for a function; for a bound method, a callable object or a
+    ``functools.partial``, the transform of its function with the bound
+    arguments first (``argnums`` counts the arguments of the call)."""
+    inner, args, kwargs = _unbind(fun)
+    if inner is fun:
+        return Compiled(fun, spec, target)
+    k = len(args)
+    argnums = spec.argnums
+    if isinstance(argnums, int):
+        argnums = argnums + k if argnums >= 0 else argnums
+    else:
+        argnums = tuple(a + k if a >= 0 else a for a in argnums)
+    compiled = Compiled(inner, dataclasses.replace(spec, argnums=argnums), target)
+    return BoundCompiled(compiled, args, kwargs, fun)
+
+
+class BoundCompiled:
+    """The transform of a bound method, a callable object or a
+    ``functools.partial``: the compiled function of the Python function behind
+    it, called with the bound arguments first.  An object bound as ``self`` is a
+    constant of the kernel: its attributes are read when the kernel is built, as
+    globals are (a kernel per object)."""
+
+    def __init__(
+        self,
+        compiled: Compiled,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        original: Any,
+    ):
+        self._compiled = compiled
+        self._args = args
+        self._kwargs = kwargs
+        compiled.fixed_kinds = {
+            i: kind for i, a in enumerate(args) if (kind := static_kind(a))
+        }
+        self.__name__ = getattr(original, "__name__", compiled.__name__)
+        self.__doc__ = getattr(original, "__doc__", None)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._compiled(*self._args, *args, **{**self._kwargs, **kwargs})
+
+    def call_extended(self, primals: tuple[Any, ...], extras: tuple[Any, ...]) -> Any:
+        full = self._compiled._bind((*self._args, *primals), self._kwargs)
+        return self._compiled.call_extended(full, extras)
+
+    def tape_bytes(self, *args: Any, **kwargs: Any) -> int:
+        full = self._compiled._bind((*self._args, *args), {**self._kwargs, **kwargs})
+        return self._compiled.tape_bytes(*full)
+
+    def __getattr__(self, name: str) -> Any:  # .source, .lower(), ...
+        return getattr(self._compiled, name)
+
+    def __repr__(self) -> str:
+        return f"<bound {self._compiled!r}>"
 
 
 def _given_args(fun: Callable[..., Any], count: int) -> tuple[int, ...]:
@@ -113,8 +200,8 @@ def _transform(
 def _compile_or_decorate(fun: Any, spec: Spec, target: str) -> Any:
     """The transform of ``fun``; with no function given, a decorator."""
     if fun is OMITTED:
-        return lambda f: Compiled(f, spec, target)
-    return Compiled(fun, spec, target)
+        return lambda f: _compile(f, spec, target)
+    return _compile(fun, spec, target)
 
 
 def grad(

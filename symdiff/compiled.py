@@ -330,6 +330,8 @@ class Compiled:
         self._last: Kernel | None = None
         self._signature = self._check_function(fun)
         self._nparams = len(self._signature.parameters)
+        #: the kinds of arguments a bound transform always passes (``self``)
+        self.fixed_kinds: dict[int, str] = {}
         # calls with this many positional arguments and no keywords need no
         # binding (-1: keyword-only parameters are always bound by name)
         self._positional = (
@@ -856,7 +858,10 @@ class Compiled:
         """The signature ``.source`` shows before any call: float64, except for
         parameters annotated ``int`` or ``bool`` (or defaulting to one), so that
         ``def f(x, n: int)`` shows its loop over ``range(n)``."""
-        return tuple(annotated_dtype(p) for p in self._signature.parameters.values())
+        return tuple(
+            self.fixed_kinds.get(i) or annotated_dtype(p)
+            for i, p in enumerate(self._signature.parameters.values())
+        )
 
     # -- inspection -----------------------------------------------------------------
     def tape_bytes(self, *args: Any) -> int:

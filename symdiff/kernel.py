@@ -104,6 +104,8 @@ def _shown(value: object) -> str:
     """A static argument as the header shows it: ``'mean'``, ``None``, ``np.tanh``."""
     if isinstance(value, str) or value is None:
         return repr(value)
+    if not callable(value) or not hasattr(value, "__name__"):
+        return f"<{type(value).__qualname__} object>"
     module = getattr(value, "__module__", None) or ""
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", "?")
     return (

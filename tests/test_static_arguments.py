@@ -13,6 +13,7 @@ function itself.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -224,3 +225,46 @@ def test_factorial_of_a_float_is_refused():
     with pytest.raises(symdiff.TranslationError) as info:
         symdiff.grad(factorial_of_float)(3.0)
     assert "`math.factorial` takes integers: its argument is a float" in str(info.value)
+
+
+# -- bound methods, callable objects, functools.partial ---------------------------------
+class Spring:
+    def __init__(self, k, rest):
+        self.k = k
+        self.rest = rest
+        self.masses = np.array([1.0, 2.0])
+
+    def stretch(self, x):
+        return x - self.rest
+
+    def energy(self, x):
+        return 0.5 * self.k * self.stretch(x) ** 2 + np.sum(self.masses) * x
+
+    def __call__(self, x, y):
+        return self.energy(x) * y
+
+
+def test_bound_methods_and_callable_objects():
+    stiff, soft = Spring(3.0, 1.0), Spring(5.0, 0.5)
+    grad = symdiff.grad(stiff.energy, target="python")
+    assert grad(2.0) == 3.0 * (2.0 - 1.0) + 3.0
+    assert "# specialised to: self = <Spring object>" in grad.source
+    assert symdiff.grad(soft.energy, target="python")(2.0) == 5.0 * 1.5 + 3.0
+    assert symdiff.hessian(stiff.energy, target="python")(2.0) == 3.0
+    assert symdiff.jvp(stiff.energy, (2.0,), (1.0,), target="python") == (7.5, 6.0)
+    out, pullback = symdiff.vjp(stiff.energy, 2.0, target="python")
+    assert (out, pullback(1.0)) == (7.5, (6.0,))
+    both = symdiff.value_and_grad(stiff, argnums=(0, 1), target="cpu")
+    assert both(2.0, 4.0) == (30.0, (24.0, 7.5))
+
+
+def test_partial_functions():
+    pred, goal = np.array([1.0, 2.0]), np.zeros(2)
+    summed = functools.partial(loss, reduction="sum")
+    np.testing.assert_allclose(symdiff.grad(summed)(pred, goal), [2.0, 4.0])
+    # a bound array is an argument like the others; argnums counts the call's
+    fixed_prediction = functools.partial(loss, pred)
+    np.testing.assert_allclose(symdiff.grad(fixed_prediction)(goal), [-1.0, -2.0])
+    np.testing.assert_allclose(
+        symdiff.grad(fixed_prediction)(goal, "sum"), [-2.0, -4.0]
+    )

@@ -129,6 +129,19 @@ def _frozen(obj: Any) -> Any:
     return None if any(i is None for i in items) else tuple(items)
 
 
+def _instance(obj: object) -> bool:
+    """An object of the user's own class (``self``), whose attributes the
+    function may read."""
+    return (
+        not isinstance(
+            obj,
+            (str, bytes, types.FunctionType, types.BuiltinFunctionType, np.ufunc),
+        )
+        and obj is not None
+        and type(obj).__module__ not in ("builtins", "numpy")
+    )
+
+
 def _python_function(obj: object) -> types.FunctionType | None:
     """The Python function behind a wrapper of one (a Numba dispatcher's
     ``py_func``, ``functools.wraps``' ``__wrapped__``), else None."""
@@ -402,6 +415,16 @@ class ExpressionLowering:
                 name = getattr(base.obj, "__name__", "?")
                 return self.error(node, f"`{name}` has no attribute `{node.attr}`")
             return global_value(getattr(base.obj, node.attr))  # `consts.TABLE`
+        if isinstance(base, Static) and _instance(base.obj):
+            # `self.k` of a bound method's object: read when the kernel is
+            # built, as a global is (a method: inlined where it is called)
+            try:
+                return global_value(getattr(base.obj, node.attr))
+            except AttributeError:
+                kind = type(base.obj).__name__
+                return self.error(
+                    node, f"`{kind}` object has no attribute `{node.attr}`"
+                )
         return self.error(
             node,
             f"attribute `.{node.attr}` is not supported here",
@@ -811,6 +834,12 @@ class ExpressionLowering:
             return self.inline_custom(node, obj, args, kwargs)
         if isinstance(obj, types.FunctionType):
             return self.inline(node, obj, args, kwargs)
+        if isinstance(obj, types.MethodType) and isinstance(
+            obj.__func__, types.FunctionType
+        ):  # self.helper(x): the function, with its object first
+            return self.inline(
+                node, obj.__func__, [Static(obj.__self__), *args], kwargs
+            )
         python = _python_function(obj)
         if python is not None:
             # the user's own helper under @numba.njit, @functools.lru_cache, ...:

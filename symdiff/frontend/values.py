@@ -54,12 +54,26 @@ STATIC = "static:"
 _OBJECTS: dict[str, object] = {}
 
 
+class Bound:
+    """An object a transform passes as its function's first argument, as a
+    constant: ``self`` of a bound method, a callable object."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object):
+        self.obj = obj
+
+
 def static_kind(value: object) -> str | None:
     """The kind of an argument that is a configuration object rather than data: a
-    string (``reduction="mean"``), ``None`` (``w=None``) or a function
-    (``activation=np.tanh``); None for anything else."""
+    string (``reduction="mean"``), ``None`` (``w=None``), a function
+    (``activation=np.tanh``) or a :class:`Bound` object; None for anything else."""
     if value is None or isinstance(value, str):
         return STATIC + repr(value)
+    if isinstance(value, Bound):
+        kind = f"{STATIC}{type(value.obj).__qualname__} object#{id(value)}"
+        _OBJECTS[kind] = value.obj
+        return kind
     if inspect.isfunction(value) or inspect.isbuiltin(value) or _is_ufunc(value):
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", "")
         kind = f"{STATIC}{name}#{id(value)}"
