@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import symdiff
+from tests.checks import with_modules
 from tests.fresh_process import project
 
 jax.config.update("jax_enable_x64", True)
@@ -226,3 +227,91 @@ def test_float_of_a_string_and_integer_division_in_an_untaken_branch():
             2.0,
             4.0,
         )
+
+
+# -- arrays ------------------------------------------------------------------------------
+def cluster_spread(X, mask):
+    count = np.sum(mask)
+    loss = 0.0
+    if count > 0:
+        mu = np.sum(X * mask) / count  # 0/0 where the cluster is empty
+        loss = np.sum(mask * (X - mu) ** 2)
+    return loss
+
+
+def test_an_array_reduction_in_an_untaken_branch_leaks_no_nan():
+    for target in ("python", "cpu"):
+        value, grad = symdiff.value_and_grad(cluster_spread, target=target)(
+            np.ones(3), np.zeros(3)
+        )
+        assert value == 0.0
+        np.testing.assert_array_equal(grad, np.zeros(3))
+        value, grad = symdiff.value_and_grad(cluster_spread, target=target)(
+            np.array([1.0, 2.0, 4.0]), np.array([1.0, 0.0, 1.0])
+        )
+        assert value == pytest.approx(4.5)
+        np.testing.assert_allclose(grad, [-3.0, 0.0, 3.0])
+
+
+def window_sums(x, k):
+    s = 0.0
+    for i in range(len(x) - k + 1):
+        s += np.sum(x[i : i + k] ** 2)
+    return s
+
+
+def block_energy(X, b):
+    total = 0.0
+    for i in range(X.shape[0] // b):
+        total += np.sum(X[i * b : i * b + b]) ** 2
+    return total
+
+
+def buffer_of_k(x, k):
+    s = 0.0
+    for i in range(len(x)):
+        buf = np.zeros(k) + x[i]
+        s += np.sum(buf * buf)
+    return s
+
+
+def kernel_by_length(x, w):
+    m = len(w) - 1
+    s = 0.0
+    for i in range(len(x) - m):
+        s += np.sum(x[i : i + m + 1] * w) ** 2
+    return s
+
+
+def tail_energy(x, k):
+    return np.sum(x[-k:] ** 2)
+
+
+def moving_average(x, k):
+    c = np.concatenate((np.zeros(1), np.cumsum(x)))
+    return (c[k:] - c[:-k]) / k
+
+
+def test_lengths_from_int_arguments_inside_loops_and_negated():
+    jnp = jax.numpy
+    x, w = np.linspace(0.5, 2.0, 7), np.array([0.5, -1.0, 2.0])
+    cases = [
+        (window_sums, (x, 3)),
+        (block_energy, (x.reshape(7, 1), 2)),
+        (buffer_of_k, (x, 4)),
+        (kernel_by_length, (x, w)),
+        (tail_energy, (x, 3)),
+    ]
+    for fn, args in cases:
+        got = symdiff.grad(fn, target="cpu")(*args)
+        oracle = with_modules(fn, np=jnp)
+        want = jax.grad(oracle)(*args)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    got = symdiff.jacobian(moving_average, target="cpu")(x, 3)
+    want = jax.jacobian(with_modules(moving_average, np=jnp))(x, 3)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    with pytest.raises(symdiff.ShapeError) as info:
+        symdiff.grad(tail_energy, target="cpu")(x, 0)
+    assert "slice bound -k counts from the end of axis 0 and must be negative" in str(
+        info.value
+    )

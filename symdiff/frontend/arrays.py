@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,23 @@ class BoundMethod:
 
 
 # -- conversions -----------------------------------------------------------------------
+#: Loop variables that carry an int computed from arguments, shapes and
+#: constants into a loop body (``k``, ``len(w) - 1``), with that length: a slice
+#: or an array there may be sized by them (``x[i:i + k]``, ``np.zeros(k)``).
+_VAR_LENGTHS: weakref.WeakKeyDictionary[Node, Length] = weakref.WeakKeyDictionary()
+
+
+def same_length(var: Node, value: Node) -> None:
+    """Record that loop variable ``var`` holds ``value``, when that is a length
+    known from the arguments (see :func:`length`)."""
+    if value.shape or value.dtype != "int64":
+        return
+    try:
+        _VAR_LENGTHS[var] = length(value)
+    except Unsupported:
+        pass
+
+
 def length(value: Value, what: str = "a size") -> Length:
     """A value that must be a length: an int constant, a shape, an int argument."""
     if isinstance(value, Node) and value.dtype in ("int64", "bool") and not value.shape:
@@ -69,6 +87,8 @@ def length(value: Value, what: str = "a size") -> Length:
                 results[node] = node.attrs[0]
             elif node.op == "param":
                 results[node] = S.atom("value", node.attrs[0])
+            elif node in _VAR_LENGTHS:  # a length carried into a loop body
+                results[node] = _VAR_LENGTHS[node]
             elif node.op == "floordiv" and node.args[1].op == "const" and not ready:
                 stack.append((node, True))
                 stack.append((node.args[0], False))
@@ -2109,6 +2129,17 @@ def _slice(sl: SliceValue, n: Length, axis: int) -> tuple[Any, ...]:
             return max(-1 if step < 0 else 0, min(d, n - (1 if step < 0 else 0)))
         if given in ("0", "1", "-1"):
             return d  # in the array unless it is empty (then the slice is too)
+        if _negative_form(d):
+            # x[-k:], c[:-k], x[-(k + 1):]: from the end, as NumPy counts a
+            # negative bound; at k == 0 NumPy's bound is 0 (the whole axis for
+            # x[-k:]), which the kernel reports rather than guess
+            S.require_less(
+                d,
+                0,
+                f"slice bound {given} counts from the end of axis {axis} and must "
+                f"be negative: at 0, write the slice without it",
+            )
+            d = S.add(n, d)
         # A length known only when the kernel runs: the bound must lie in the
         # array (NumPy would clip it; the kernel checks instead of clipping).
         what = (
@@ -2130,6 +2161,16 @@ def _slice(sl: SliceValue, n: Length, axis: int) -> tuple[Any, ...]:
     if isinstance(size, int) and size < 0:
         size = 0  # an empty slice, as in NumPy
     return ("slice", start, size, step)
+
+
+def _negative_form(d: Length) -> bool:
+    """``-k``, ``-k - 1``, ``-2 * k``: a length of arguments written negated
+    (every term with an argument subtracted, no positive constant)."""
+    if isinstance(d, int):
+        return False
+    named = [c for m, c in d.terms if m]
+    constant = sum(c for m, c in d.terms if not m)
+    return bool(named) and all(c < 0 for c in named) and constant <= 0
 
 
 def constant_slice(sl: SliceValue) -> slice | None:

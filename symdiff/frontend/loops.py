@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from symdiff.frontend import arrays as AR
 from symdiff.frontend.statements import _local_names_of
 from symdiff.frontend.values import Static, Undefined, Value
 from symdiff.ir import arrays as A
@@ -763,6 +764,7 @@ class LoopLowering:
                 return value
             if value not in captured:
                 captured[value] = L.var(name, value.shape, value.dtype)
+                AR.same_length(captured[value], value)
             return captured[value]
 
         env: dict[str, Value] = {}

@@ -89,6 +89,23 @@ def reduce(op: str, x: Node, axes: tuple[int, ...], keepdims: bool = False) -> N
         return broadcast_to(out, shape)
     if not axes:
         return x
+    if op == "sum" and x.op == "select" and not x.args[0].shape:
+        # the sum of an array chosen by one condition (an adjoint routed
+        # through an `if`) is the choice between sums: the condition stays
+        # outside, where reverse mode keeps it apart from a partial that is
+        # infinite in the branch not taken (mu_bar / m at m == 0)
+        c, a, b = x.args
+        if is_zero_fill(b) or is_zero_fill(a):
+            keep = a if is_zero_fill(b) else b
+            total = _reduce(op, broadcast_to(keep, x.shape), axes, keepdims)
+            zero = broadcast_to(
+                constant(0.0 if x.dtype == "float64" else 0), total.shape
+            )
+            return select(c, total, zero) if keep is a else select(c, zero, total)
+    return _reduce(op, x, axes, keepdims)
+
+
+def _reduce(op: str, x: Node, axes: tuple[int, ...], keepdims: bool) -> Node:
     shape = _kept(x.shape, axes)
     node = make(op, (x,), (axes,), shape=shape, dtype=_reduce_dtype(op, x.dtype))
     return reshape(node, keepdims_shape(x.shape, axes)) if keepdims else node
