@@ -24,7 +24,7 @@ from symdiff.errors import (
 )
 from symdiff.frontend.lower import Traced, trace
 from symdiff.frontend.source import function_source
-from symdiff.frontend.values import static_kind
+from symdiff.frontend.values import TREE, static_kind, tree_structure
 from symdiff.ir.loops import tape_arrays
 from symdiff.ir.node import Node, topological
 from symdiff.kernel import Kernel, build_kernel
@@ -163,6 +163,8 @@ def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
         (type(a), a.dtype.char, tuple(d == 1 for d in a.shape))
         if isinstance(a, np.ndarray)
         or (type(a) not in _NUMBER_TYPES and is_device_array(a))
+        else _tree_key(a)
+        if type(a) in _CONTAINERS
         else (str, a)
         if type(a) is str
         else (type(a), id(a))
@@ -173,6 +175,103 @@ def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 _NUMBER_TYPES = frozenset((float, int, bool, np.float64, np.int64, np.bool_))
+_CONTAINERS = (tuple, list, dict)
+
+
+def _items(value: Any) -> list[tuple[Any, Any]]:
+    """A container argument's (key, item) pairs: a dict's in its order (JAX sorts
+    them; here the kernel's parameters follow the dict as written)."""
+    if isinstance(value, dict):
+        return list(value.items())
+    return list(enumerate(value))
+
+
+def _tree_key(value: Any) -> tuple[Any, ...]:
+    """A container argument's part of a kernel's key: its structure and its
+    leaves' keys."""
+    out: list[Any] = []
+    stack: list[Any] = [value]
+    while stack:  # iterative: the user's nesting
+        v = stack.pop()
+        if type(v) in _CONTAINERS:
+            pairs = _items(v)
+            out.append((type(v), tuple(k for k, _ in pairs)))
+            stack.extend(item for _, item in reversed(pairs))
+        else:
+            out.append(_key((v,))[0])
+    return tuple(out)
+
+
+def _leaves_of(value: Any) -> list[tuple[str, Any]]:
+    """A container argument's leaves, left to right, with their paths."""
+    out: list[tuple[str, Any]] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, v = stack.pop()
+        if type(v) in _CONTAINERS:
+            stack.extend((f"{path}[{k!r}]", item) for k, item in reversed(_items(v)))
+        else:
+            out.append((path, v))
+    return out
+
+
+def _structure(value: Any, leaf_kind: Callable[[str, Any], str]) -> Any:
+    """A container argument as the literal a TREE kind holds."""
+    if type(value) not in _CONTAINERS:
+        return leaf_kind("", value)
+    # ``("dict", ((key, sub), ...))``; built bottom-up without recursion
+    order: list[tuple[str, Any]] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, v = stack.pop()
+        order.append((path, v))
+        if type(v) in _CONTAINERS:
+            stack.extend((f"{path}[{k!r}]", item) for k, item in _items(v))
+    built: dict[str, Any] = {}
+    for path, v in reversed(order):
+        if type(v) in _CONTAINERS:
+            items = tuple((k, built[f"{path}[{k!r}]"]) for k, _ in _items(v))
+            built[path] = (type(v).__name__, items)
+        else:
+            built[path] = leaf_kind(path, v)
+    return built[""]
+
+
+def _leaf_kinds(structure: Any) -> list[str]:
+    out: list[str] = []
+    stack = [structure]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        else:
+            stack.extend(sub for _, sub in reversed(node[1]))
+    return out
+
+
+def _rebuild_tree(structure: Any, leaves: Any) -> Any:
+    """Values shaped as a TREE kind's structure (a gradient shaped as its
+    argument), from an iterator over the leaves' values."""
+    if isinstance(structure, str):
+        return next(leaves)
+    container, items = structure
+    values = [(k, _rebuild_tree(sub, leaves)) for k, sub in items]
+    if container == "dict":
+        return dict(values)
+    return (list if container == "list" else tuple)(v for _, v in values)
+
+
+def _count_leaves(kind: str) -> int:
+    if not kind.startswith(TREE):
+        return 1
+    count, stack = 0, [tree_structure(kind)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            count += 1
+        else:
+            stack.extend(sub for _, sub in node[1])
+    return count
 
 
 def _call_without_missing(
@@ -447,6 +546,9 @@ class Compiled:
         dtypes: list[str] = []
         casts: dict[int, Callable[[Any], Any]] = {}
         for i, value in enumerate(args):
+            if type(value) in _CONTAINERS:
+                dtypes.append(self._tree_kind(value, names[i], i in wrt))
+                continue
             problem = _unsupported(value, names[i], i in wrt)
             if problem is not None:
                 raise ArgumentError(
@@ -511,8 +613,112 @@ class Compiled:
             dtypes.append(dtype)
         return tuple(dtypes), casts
 
+    def _tree_kind(self, value: Any, name: str, differentiated: bool) -> str:
+        """The kind of a tuple, list or dict argument: its structure and each
+        leaf's kind (a float64 where it is differentiated)."""
+
+        def leaf_kind(path: str, leaf: Any) -> str:
+            where = f"`{name}{path}`"
+            dtype = _dtype_of(leaf)
+            if dtype is None or ("[" in dtype and not isinstance(leaf, np.ndarray)):
+                kind = type(leaf).__name__
+                raise ArgumentError(
+                    f"argument {where} of `{self.__name__}` is a `{kind}`; the "
+                    "items of a tuple, list or dict argument must be numbers or "
+                    "NumPy arrays"
+                )
+            if differentiated and dtype.startswith("bool"):
+                raise ArgumentError(
+                    f"cannot differentiate with respect to {where}: it is a bool"
+                )
+            if differentiated or dtype.startswith("float64"):
+                return (
+                    "float64" + dtype[dtype.index("[") :] if "[" in dtype else "float64"
+                )
+            return dtype
+
+        return TREE + repr(_structure(value, leaf_kind))
+
+    def _tree_call(
+        self, dtypes: tuple[str, ...], casts: dict[int, Callable[[Any], Any]]
+    ) -> Callable[..., Any]:
+        """The call of a kernel whose arguments include tuples, lists or dicts:
+        their leaves are its parameters; gradients come back shaped as the
+        arguments (a dict of arrays for a dict of arrays, as in JAX)."""
+        kind = self._spec.kind
+        if kind not in ("grad", "value_and_grad", "jit") or self._target == "cuda":
+            raise ArgumentError(
+                f"{kind} of `{self.__name__}` with target {self._target!r}: tuple, "
+                "list and dict arguments work with grad, value_and_grad and jit on "
+                "the cpu, parallel and python targets; pass the arrays one by one"
+            )
+        counts = [_count_leaves(d) for d in dtypes]
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        n = len(dtypes)
+        wrt = [i % n for i in self._spec.wrt]
+        spec = self._spec
+        if kind != "jit":
+            argnums = tuple(
+                j for i in wrt for j in range(starts[i], starts[i] + counts[i])
+            )
+            if not argnums:
+                raise ArgumentError(
+                    f"{kind} of `{self.__name__}`: the arguments to differentiate "
+                    "hold no numbers"
+                )
+            spec = dataclasses.replace(spec, argnums=argnums)
+        entry = self._kernel(dtypes, spec).entry
+        trees = {
+            i: tree_structure(d) for i, d in enumerate(dtypes) if d.startswith(TREE)
+        }
+        float_leaves = {
+            i: [
+                k == "float64" or k.startswith("float64[")
+                for k in _leaf_kinds(trees[i])
+            ]
+            for i in trees
+        }
+
+        def regroup(grads: tuple[Any, ...]) -> Any:
+            it = iter(grads)
+            out = [_rebuild_tree(trees[i], it) if i in trees else next(it) for i in wrt]
+            return out[0] if isinstance(self._spec.argnums, int) else tuple(out)
+
+        def call(*args: Any) -> Any:
+            flat: list[Any] = []
+            for i, value in enumerate(args):
+                if i not in trees:
+                    flat.append(casts[i](value) if i in casts else value)
+                    continue
+                for (_, leaf), to_float in zip(
+                    _leaves_of(value), float_leaves[i], strict=True
+                ):
+                    if isinstance(leaf, np.ndarray) and leaf.ndim == 0:
+                        leaf = leaf.item()
+                    if (
+                        to_float
+                        and not (
+                            isinstance(leaf, np.ndarray) and leaf.dtype == np.float64
+                        )
+                        and not isinstance(leaf, _FLOAT_TYPES)
+                    ):
+                        leaf = _cast(leaf)
+                    flat.append(leaf)
+            out = entry(*flat)
+            if kind == "jit":
+                return out
+            if kind == "grad":
+                return (regroup(out[0]), out[1]) if self._spec.has_aux else regroup(out)
+            return (out[0], regroup(out[1]))
+
+        return call
+
     def _specialise(self, args: tuple[Any, ...]) -> Callable[..., Any]:
         dtypes, casts = self._dtypes(args)
+        if any(d.startswith(TREE) for d in dtypes):
+            fn = self._tree_call(dtypes, casts)
+            self._kernels[_key(args)] = fn
+            return fn
         if self._spec.kind == "jacobian" and self._array_jacobian_needed(dtypes):
             fn = self._array_jacobian(dtypes)
         elif self._spec.kind == "hessian" and any("[" in d for d in dtypes):
@@ -801,7 +1007,9 @@ class Compiled:
 
         return run
 
-    def _kernel(self, dtypes: tuple[str, ...] | None = None) -> Kernel:
+    def _kernel(
+        self, dtypes: tuple[str, ...] | None = None, spec: Spec | None = None
+    ) -> Kernel:
         if dtypes is None:
             if self._last is not None:
                 return self._last
@@ -814,7 +1022,7 @@ class Compiled:
         if kernel is None:
             kernel = build_kernel(
                 self._fun,
-                self._spec,
+                spec or self._spec,
                 dtypes,  # type: ignore[arg-type]
                 jit=self._target != "python",
                 parallel=self._target == "parallel",

@@ -12,6 +12,7 @@ python target.
 
 from __future__ import annotations
 
+import inspect
 import math
 import signal
 import subprocess
@@ -141,19 +142,7 @@ def test_a_while_loop_in_an_untaken_branch_does_not_run_compiled(tmp_path):
     work, env = project(
         tmp_path,
         {
-            "user.py": textwrap.dedent(
-                """
-                import math
-
-                def guarded_while(x):
-                    if x > 0:
-                        y = 10.0
-                        while y > 0:
-                            y -= x
-                        return y
-                    return -x
-                """
-            ),
+            "user.py": inspect.getsource(guarded_while),
             "run.py": textwrap.dedent(
                 """
                 import symdiff, user

@@ -129,6 +129,14 @@ def _frozen(obj: Any) -> Any:
     return None if any(i is None for i in items) else tuple(items)
 
 
+def _is_lowered(value: object) -> bool:
+    """A lowering value already (an item of a dict argument), not a Python
+    object (an item of a global dict)."""
+    if isinstance(value, tuple):
+        return all(_is_lowered(v) for v in value)
+    return isinstance(value, (Node, Static))
+
+
 def _instance(obj: object) -> bool:
     """An object of the user's own class (``self``), whose attributes the
     function may read."""
@@ -431,6 +439,26 @@ class ExpressionLowering:
             "only module attributes (`math.pi`, `np.exp`) are understood",
         )
 
+    def _dict_item(
+        self, node: ast.Subscript, mapping: dict[Any, Any], key: Value
+    ) -> Value:
+        """``params["W"]``: an item of a dict argument (its leaves are parameters)
+        or of a global dict (its numbers are constants), by a constant key."""
+        if isinstance(key, Static):
+            k = key.obj
+        elif isinstance(key, Node) and key.op == "const":
+            k = key.value
+        else:
+            return self.error(
+                node,
+                "a dict can only be indexed by a constant key here",
+                'write the key out: `params["W"]`',
+            )
+        if k not in mapping:
+            return self.error(node, f"the dict has no key {k!r}")
+        item = mapping[k]
+        return item if _is_lowered(item) else global_value(item)
+
     def _expr_BinOp(self, node: ast.BinOp, values: list[Value], test: bool) -> Value:
         build = BINOPS.get(type(node.op))
         if isinstance(node.op, ast.MatMult):
@@ -654,6 +682,8 @@ class ExpressionLowering:
                 "a number cannot be indexed",
                 "index the array before reducing it, or drop the index",
             )
+        if isinstance(base, Static) and isinstance(base.obj, dict):
+            return self._dict_item(node, base.obj, index)
         if not isinstance(base, tuple):
             kind = type(base.obj).__name__ if isinstance(base, Static) else "value"
             return self.error(

@@ -21,6 +21,7 @@ import ast
 import dataclasses
 import inspect
 import os
+import re
 import sysconfig
 import types
 from collections.abc import Callable
@@ -36,11 +37,13 @@ from symdiff.frontend.source import FunctionSource, function_source
 from symdiff.frontend.statements import StatementLowering, _local_names, _walk_scope
 from symdiff.frontend.values import (
     STATIC,
+    TREE,
     LocalFunction,
     Static,
     Undefined,
     Value,
     static_value,
+    tree_structure,
 )
 from symdiff.ir import build as B
 from symdiff.ir import loops as L
@@ -136,6 +139,35 @@ def parse_kind(
         for k, a in enumerate(axes)
     )
     return dtype, shape
+
+
+def tree_value(
+    kind: str, name: str, start: int, same: dict[S.Atom, S.Dim] | None = None
+) -> tuple[Value, list[Node]]:
+    """A tuple, list or dict argument (:data:`~symdiff.frontend.values.TREE`): its
+    value in the function (tuples of the leaves; a dict as a constant mapping to
+    them) and one parameter per leaf, numbered from ``start`` and named by its
+    path (``params_W``, ``layers_0_b``)."""
+    leaves: list[Node] = []
+
+    def build(structure: Any, path: str) -> Value:
+        # nesting is the user's own container's, not a graph
+        if isinstance(structure, str):
+            i = start + len(leaves)
+            leaves.append(param_node(i, path, *parse_kind(structure, i, same)))
+            return leaves[-1]
+        container, items = structure
+        values = {k: build(sub, f"{path}_{_key_name(k)}") for k, sub in items}
+        if container == "dict":
+            return Static(values)
+        return tuple(values.values())
+
+    value = build(tree_structure(kind), name)
+    return value, leaves
+
+
+def _key_name(key: object) -> str:
+    return re.sub(r"\W", "_", str(key))
 
 
 def equal_axes(checks: tuple[S.Check, ...]) -> dict[S.Atom, S.Dim]:
@@ -254,15 +286,23 @@ class Lowerer(
         source = function_source(fn)
         tree = source.tree
         a = tree.args
-        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
-        params = tuple(
-            param_node(i, n, *parse_kind(dt, i, same))
-            for i, (n, dt) in enumerate(zip(names, dtypes, strict=False))
-        )
-        env: dict[str, Value] = dict(zip(names, params, strict=False))
-        for n, dt in zip(names, dtypes, strict=False):
+        arg_names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        env: dict[str, Value] = {}
+        params_list: list[Node] = []
+        names: list[str] = []  # one per kernel parameter (a tree's leaves each)
+        for n, dt in zip(arg_names, dtypes, strict=False):
+            if dt.startswith(TREE):  # a tuple, list or dict of arrays: its leaves
+                env[n], leaves = tree_value(dt, n, len(params_list), same)
+                params_list.extend(leaves)
+                names.extend(str(p.attrs[1]) for p in leaves)
+                continue
+            i = len(params_list)
+            params_list.append(param_node(i, n, *parse_kind(dt, i, same)))
+            names.append(n)
+            env[n] = params_list[-1]
             if dt.startswith(STATIC):  # a string, None, a function: a constant
                 env[n] = Static(static_value(dt))
+        params = tuple(params_list)
         frame = Frame(source, env, _local_names(tree))
         self.frames.append(frame)
         self._check_signature(tree, keyword_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from symdiff.ir.node import Node
 
@@ -93,3 +93,16 @@ def _is_ufunc(value: object) -> bool:
     import numpy as np
 
     return isinstance(value, np.ufunc)
+
+
+#: The prefix of a parameter kind that stands for a tuple, list or dict of
+#: numbers and arrays (a JAX pytree): ``tree:`` and the Python literal of its
+#: structure, ``("dict", (("W", "float64[:,:]"), ("b", "float64[:]")))``; each
+#: leaf is a parameter of the kernel.
+TREE = "tree:"
+
+
+def tree_structure(kind: str) -> Any:
+    """The structure a :data:`TREE` kind stands for: a leaf's kind (a string), or
+    ``(container, ((key, structure), ...))``."""
+    return ast.literal_eval(kind[len(TREE) :])
