@@ -304,3 +304,41 @@ def test_lengths_from_int_arguments_inside_loops_and_negated():
     assert "slice bound -k counts from the end of axis 0 and must be negative" in str(
         info.value
     )
+
+
+def solve_if_regular(A, b):
+    d = np.linalg.det(A)
+    if abs(d) > 1e-12:
+        x = np.linalg.solve(A, b)
+    else:
+        x = b
+    return np.sum(x**2)
+
+
+def cholesky_if_positive(S, b):
+    if S[0, 0] > 0:
+        L = np.linalg.cholesky(S)
+        return np.sum(np.log(np.diag(L))) + np.sum(b)
+    return np.sum(b**2)
+
+
+def test_lapack_calls_in_an_untaken_branch_do_not_raise():
+    jnp = jax.numpy
+    singular, b = np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([1.0, 1.0])
+    regular = np.array([[2.0, 0.5], [0.3, 1.5]])
+    for target in ("python", "cpu"):
+        both = symdiff.value_and_grad(solve_if_regular, argnums=(0, 1), target=target)
+        value, (dA, db) = both(singular, b)
+        assert value == 2.0
+        np.testing.assert_array_equal(dA, np.zeros((2, 2)))
+        np.testing.assert_array_equal(db, [2.0, 2.0])
+        value, grads = both(regular, b)
+        want = jax.grad(with_modules(solve_if_regular, np=jnp), argnums=(0, 1))(
+            regular, b
+        )
+        for g, w in zip(grads, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+        chol = symdiff.value_and_grad(cholesky_if_positive, argnums=1, target=target)
+        value, db = chol(np.array([[-1.0, 0.0], [0.0, 1.0]]), b)
+        assert value == 2.0
+        np.testing.assert_array_equal(db, [2.0, 2.0])

@@ -129,6 +129,11 @@ def _frozen(obj: Any) -> Any:
     return None if any(i is None for i in items) else tuple(items)
 
 
+#: np.linalg functions whose LAPACK call raises for some matrices (singular,
+#: not positive definite): under a run-time `if` they get a safe matrix.
+_RAISING_LINALG = (np.linalg.solve, np.linalg.inv, np.linalg.cholesky)
+
+
 def _is_lowered(value: object) -> bool:
     """A lowering value already (an item of a dict argument), not a Python
     object (an item of a global dict)."""
@@ -207,6 +212,7 @@ class ExpressionLowering:
     inline_local: Callable[..., Value]
     local_function: Callable[..., Value]
     escaping: Callable[..., bool]
+    path_condition: Callable[[], Node]
     in_fwd: set[int]
     assign: Callable[..., None]
     conditional: set[int]
@@ -438,6 +444,19 @@ class ExpressionLowering:
             f"attribute `.{node.attr}` is not supported here",
             "only module attributes (`math.pi`, `np.exp`) are understood",
         )
+
+    def _safe_matrix(self, a: Value) -> Value:
+        """The matrix of ``solve``/``inv``/``cholesky`` under a run-time ``if``:
+        both branches run, so in the one not taken it is the identity, which
+        LAPACK always takes (``if abs(det(A)) > eps: x = solve(A, b)`` with a
+        singular ``A`` must not raise).  Its adjoint reaches ``A`` where taken."""
+        path = self.path_condition()
+        if path is B.TRUE or not (
+            isinstance(a, Node) and len(a.shape) == 2 and a.dtype == "float64"
+        ):
+            return a
+        n, m = a.shape
+        return B.select(path, a, A.eye(n, m))
 
     def _dict_item(
         self, node: ast.Subscript, mapping: dict[Any, Any], key: Value
@@ -787,6 +806,8 @@ class ExpressionLowering:
                 return rows
         numpy_fn = _array_function(obj)
         if numpy_fn is not None:
+            if obj in _RAISING_LINALG and args:
+                args = [self._safe_matrix(args[0]), *args[1:]]
             return self._build(node, name, numpy_fn[1], args, kwargs)
         if obj is builtins.len:
             if len(args) != 1 or kwargs:

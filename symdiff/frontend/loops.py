@@ -170,6 +170,7 @@ class LoopLowering:
     block: Callable[..., None]
     assign: Callable[..., None]
     merge: Callable[..., Value]
+    path_condition: Callable[[], Node]
     condition: Callable[..., Node]
     #: the trip counts of the unrolled loops being lowered, outermost first
     unrolled_trips: list[int]
@@ -306,17 +307,6 @@ class LoopLowering:
         after = frame.live
         frame.env = self._join(stmt, [(broke, env0), (after, frame.env)])
         frame.live = live0 if after is ran else B.logical_or(left, after)
-
-    def _path(self) -> Node:
-        """The condition under which the statement being lowered runs: the live
-        conditions of this frame and of the helpers' call sites around it, out
-        to the innermost loop body (whose values are the loop's own)."""
-        path = B.TRUE
-        for f in reversed(self.frames):
-            path = B.logical_and(f.live, path)
-            if f.loop is not None:
-                break
-        return path
 
     def _join(
         self, stmt: ast.stmt, records: list[tuple[Node, dict[str, Value]]]
@@ -646,7 +636,7 @@ class LoopLowering:
         ]
         kinds = [(v.dtype, v.shape) for v in init]
         label = _label(stmt, frame)
-        guard = self._path()
+        guard = self.path_condition()
         for _attempt in range(_WIDEN):
             reported = len(self.diagnostics)
             outcome = self._lower_body(

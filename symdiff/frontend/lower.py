@@ -230,6 +230,17 @@ class Lowerer(
     def frame(self) -> Frame:
         return self.frames[-1]
 
+    def path_condition(self) -> Node:
+        """The condition under which the statement being lowered runs: the live
+        conditions of this frame and of the helpers' call sites around it, out
+        to the innermost loop body (whose values are the loop's own)."""
+        path = B.TRUE
+        for f in reversed(self.frames):
+            path = B.logical_and(f.live, path)
+            if f.loop is not None:
+                break
+        return path
+
     def frames_reached(self) -> bool:
         """Whether the statement being lowered runs on every call: no run-time
         ``if`` or loop around it, here or at the calls of the helpers inlined."""
