@@ -1,6 +1,7 @@
 """Unpacking arrays (``a, b = p``, ``for x, y in points``), ``enumerate(x, start=1)``
 and the array methods ``.sum``/``.mean`` with NumPy's signatures (``where=``,
-positional ``dtype``).
+positional ``dtype``); ``x.clip``, ``np.finfo(float).eps``, ``np.float32`` of a
+constant and ``np.empty``.
 
 Every function is ordinary user code at module level (symdiff reads its source).
 Gradients are checked against JAX in float64 (the same code with ``np`` rebound to
@@ -152,3 +153,26 @@ def test_starred_unpacking_of_too_few_values_is_one_problem():
     message = str(info.value)
     assert "1 problem found" in message
     assert "cannot unpack 1 values into at least 2 names" in message
+
+
+def safe_log(x):
+    eps = np.finfo(float).eps
+    return np.sum(np.log(x.clip(eps, None)) + np.float32(0.1))
+
+
+def squares_in_empty(x):
+    out = np.empty(len(x))
+    for i in range(len(x)):
+        out[i] = x[i] ** 2
+    return np.sum(out)
+
+
+def test_finfo_clip_float32_constants_and_empty():
+    x = np.array([1.0, 0.0, 2.0])
+    for target in ("python", "cpu"):
+        value, grad = symdiff.value_and_grad(safe_log, target=target)(x)
+        assert value == safe_log(x)
+        np.testing.assert_array_equal(grad, [1.0, 0.0, 0.5])
+        assert symdiff.value_and_grad(squares_in_empty, target=target)(
+            np.array([1.0, 3.0])
+        )[0] == pytest.approx(10.0)

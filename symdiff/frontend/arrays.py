@@ -1048,6 +1048,20 @@ def _float64(x: Value | None = None) -> Node:
     return constant(0.0) if x is None else B.to_float(array(x))
 
 
+def _float32(x: Value | None = None) -> Node:
+    """``np.float32(c)`` of a constant: the float32 nearest ``c``, as a float64
+    (symdiff computes in float64; a run-time value is refused)."""
+    if x is None:
+        return constant(0.0)
+    if isinstance(x, Node) and x.op == "const" and not x.shape:
+        return constant(float(np.float32(x.value)))
+    raise Unsupported(
+        "np.float32 of a value known only when the kernel runs is not supported: "
+        "symdiff computes in float64",
+        "leave the value as float64, or pass float32 data (it is computed in float64)",
+    )
+
+
 def _trunc(x: Node) -> Node:
     """Toward zero: ``ceil`` below zero, ``floor`` elsewhere (``-0.5`` gives
     ``-0.0``, as ``np.trunc``).  Not ``B.truncate`` (``int(x)``): ``np.trunc`` stays
@@ -1424,6 +1438,7 @@ _NUMPY: dict[str, Builder] = {
     "atleast_2d": _at_least(2, "np.atleast_2d"),
     "atleast_3d": _at_least(3, "np.atleast_3d"),
     "zeros": _filled(0.0),
+    "empty": _filled(0.0),  # its values are never read before they are written
     "ones": _filled(1.0),
     "full": _full,
     "var": _var,
@@ -1447,6 +1462,7 @@ _NUMPY: dict[str, Builder] = {
     "tile": _tile,
     "repeat": _repeat,
     "float64": _float64,
+    "float32": _float32,
     "round": _round,
     "around": _round,
     "rint": lambda x: _rint(array(x)),
@@ -1511,6 +1527,7 @@ METHODS: dict[str, Builder] = {
     "take": _take,
     "any": _logical("any"),
     "all": _logical("all"),
+    "clip": _clip,
 }
 
 

@@ -429,7 +429,9 @@ class ExpressionLowering:
                 name = getattr(base.obj, "__name__", "?")
                 return self.error(node, f"`{name}` has no attribute `{node.attr}`")
             return global_value(getattr(base.obj, node.attr))  # `consts.TABLE`
-        if isinstance(base, Static) and _instance(base.obj):
+        if isinstance(base, Static) and (
+            _instance(base.obj) or isinstance(base.obj, (np.finfo, np.iinfo))
+        ):
             # `self.k` of a bound method's object: read when the kernel is
             # built, as a global is (a method: inlined where it is called)
             try:
@@ -804,6 +806,12 @@ class ExpressionLowering:
                 # the rows of an array (a list grown in a loop node) stacked
                 # again: the array itself, as NumPy gives
                 return rows
+        if obj in (np.finfo, np.iinfo) and all(isinstance(a, Static) for a in args):
+            # np.finfo(float).eps: the limits of a type, constants
+            try:
+                return Static(obj(*(a.obj for a in args)))  # type: ignore[union-attr]
+            except (TypeError, ValueError) as exc:
+                return self.error(node, f"`{name}`: {exc}")
         numpy_fn = _array_function(obj)
         if numpy_fn is not None:
             if obj in _RAISING_LINALG and args:
