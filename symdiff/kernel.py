@@ -177,6 +177,8 @@ def build_kernel(
         or lengths
         or any(p.shape for p in plan.params)
         or device
+        or traced.checks  # made when the kernel runs: by the array generator
+        or plan.checks
     ):
         source = ArrayKernel(
             plan.params,

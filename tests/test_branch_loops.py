@@ -342,3 +342,18 @@ def test_lapack_calls_in_an_untaken_branch_do_not_raise():
         value, db = chol(np.array([[-1.0, 0.0], [0.0, 1.0]]), b)
         assert value == 2.0
         np.testing.assert_array_equal(db, [2.0, 2.0])
+
+
+def lagged_product(x, k):
+    if k > 0:
+        return np.sum(x[:-k] * x[k:])
+    return np.sum(x**2)
+
+
+def test_a_negated_bound_guarded_by_its_if():
+    # at k == 0 the branch is not taken: its sign check is not made
+    x = np.arange(1.0, 6.0)
+    for target in ("python", "cpu"):
+        grad = symdiff.grad(lagged_product, target=target)
+        np.testing.assert_array_equal(grad(x, 0), 2 * x)
+        np.testing.assert_array_equal(grad(x, 2), [3.0, 4.0, 6.0, 2.0, 3.0])

@@ -268,3 +268,20 @@ def test_partial_functions():
     np.testing.assert_allclose(
         symdiff.grad(fixed_prediction)(goal, "sum"), [-2.0, -4.0]
     )
+
+
+def scaled_factorial(x, n):
+    return x * math.factorial(n)
+
+
+def scaled_comb(x, n, k):
+    return x * math.comb(n, k)
+
+
+def test_factorial_and_comb_of_negative_ints_raise_as_python():
+    assert symdiff.grad(scaled_factorial)(1.0, 5) == 120.0
+    with pytest.raises(ValueError, match=r"`math\.factorial` of a negative number"):
+        symdiff.grad(scaled_factorial)(1.0, -1)
+    assert symdiff.grad(scaled_comb, target="python")(1.0, 3, 5) == 0.0
+    with pytest.raises(ValueError, match="`k` must be 0 or more"):
+        symdiff.grad(scaled_comb, target="python")(1.0, 3, -1)

@@ -157,7 +157,7 @@ class ArrayKernel:
         seen: set[tuple[Any, ...]] = set()
         unique = []
         for c in checks:
-            key = (c.left, c.right, c.kind)
+            key = (c.left, c.right, c.kind, c.when)
             if key not in seen:
                 seen.add(key)
                 unique.append(c)
@@ -685,7 +685,11 @@ class ArrayKernel:
         for check in self.checks:
             left, right = self.dim(check.left), self.dim(check.right)
             test = "!=" if check.kind == "eq" else ">="
-            body.append(f"{ind}if {left} {test} {right}:")
+            guard = "".join(
+                f"{self.dim(a)} {_COMPARE_TEXT[op]} {self.dim(b)} and "
+                for op, a, b in check.when
+            )  # the `if` around the code that assumes it
+            body.append(f"{ind}if {guard}{left} {test} {right}:")
             if check.kind == "eq":  # the two lengths
                 got = f'" (got " + str({left}) + " and " + str({right}) + ")"'
             else:  # an order: the value of each side that is not a constant
@@ -1455,6 +1459,9 @@ class _Reads(dict):  # type: ignore[type-arg]
         new = _Reads(self.kernel)
         new.update(self)
         return new
+
+
+_COMPARE_TEXT = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 def _reads_first(order: list[Node], forward: set[Node]) -> list[Node]:

@@ -2155,6 +2155,7 @@ def _slice(sl: SliceValue, n: Length, axis: int) -> tuple[Any, ...]:
                 0,
                 f"slice bound {given} counts from the end of axis {axis} and must "
                 f"be negative: at 0, write the slice without it",
+                conditional=True,  # at 0 the region is still in the array
             )
             d = S.add(n, d)
         # A length known only when the kernel runs: the bound must lie in the

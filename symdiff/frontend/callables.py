@@ -162,10 +162,26 @@ def _whole(k: Node, name: str, what: str = "its argument") -> int | None:
             "pass an int (an int argument, len(x), a loop index)",
         )
     if k.op != "const":
+        _not_negative(k, name, what)
         return None
     if k.value < 0:
         raise Unsupported(f"`{name}` of a negative number: Python raises ValueError")
     return int(k.value)
+
+
+def _not_negative(k: Node, name: str, what: str) -> None:
+    """Where ``k`` is computed from int arguments and shapes, check when the
+    kernel runs that it is not negative, as Python raises ValueError then."""
+    from symdiff.frontend.arrays import Unsupported, length
+    from symdiff.ir import shapes as S
+
+    try:
+        n = length(k)
+    except Unsupported:
+        return  # from values: gamma's NaN stands for Python's error
+    S.require_less(
+        -1, n, f"`{name}` of a negative number: {what} must be 0 or more", True
+    )
 
 
 def _exact(value: int) -> Node:

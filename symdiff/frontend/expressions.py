@@ -825,6 +825,8 @@ class ExpressionLowering:
                 return constant(len(arg))
             if isinstance(arg, Node) and arg.shape:
                 return A.dim(arg.shape[0])
+            if isinstance(arg, Static) and isinstance(arg.obj, (str, dict)):
+                return constant(len(arg.obj))  # len(mode), len(params)
             return self.error(node, "`len` of a number is not defined")
         entry = lookup(obj)
         if entry is not None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from symdiff.custom import CustomRule, custom_vjp
 from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
+from symdiff.frontend import arrays as AR
 from symdiff.frontend.comprehensions import ComprehensionLowering
 from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.loops import LoopContext, LoopLowering
@@ -141,6 +142,10 @@ def parse_kind(
     return dtype, shape
 
 
+#: A comparison and its negation.
+_FLIPPED = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
+
+
 def tree_value(
     kind: str, name: str, start: int, same: dict[S.Atom, S.Dim] | None = None
 ) -> tuple[Value, list[Node]]:
@@ -241,6 +246,30 @@ class Lowerer(
                 break
         return path
 
+    def _path_lengths(self) -> tuple[tuple[str, S.Length, S.Length], ...] | None:
+        """:meth:`path_condition` as lengths compared (``k > 0``), or None
+        where it tests anything else (values)."""
+        out: list[tuple[str, S.Length, S.Length]] = []
+        stack = [self.path_condition()]
+        while stack:
+            c = stack.pop()
+            if c is B.TRUE:
+                continue
+            if c.op == "and":
+                stack.extend(c.args)
+                continue
+            negate = c.op == "not"
+            if negate:
+                c = c.args[0]
+            if c.op not in _FLIPPED:
+                return None
+            try:
+                a, b = (AR.length(x) for x in c.args)
+            except AR.Unsupported:
+                return None
+            out.append((_FLIPPED[c.op] if negate else c.op, a, b))
+        return tuple(out)
+
     def frames_reached(self) -> bool:
         """Whether the statement being lowered runs on every call: no run-time
         ``if`` or loop around it, here or at the calls of the helpers inlined."""
@@ -321,6 +350,7 @@ class Lowerer(
             S.collecting() as checks,
             S.naming(lambda i: names[i] if isinstance(i, int) else _count_text(i)),
             S.site(self.where),
+            S.paths(self._path_lengths),
         ):
             if self.diagnostics:
                 output: Value = self.poison

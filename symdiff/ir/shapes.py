@@ -218,10 +218,16 @@ class Check:
     right: Length
     message: str
     kind: str = "eq"
+    #: conditions (``(op, a, b)``: ``a op b``, op one of lt le gt ge eq ne) under
+    #: which alone the check applies: the run-time ``if`` around the code that
+    #: assumes it, where that ``if`` tests lengths (``if k > 0: x[:-k]``)
+    when: tuple[tuple[str, Length, Length], ...] = ()
 
 
-def require_less(a: Length, b: Length, what: str) -> None:
-    """Record that ``a < b`` must hold (an index within its axis)."""
+def require_less(a: Length, b: Length, what: str, conditional: bool = False) -> None:
+    """Record that ``a < b`` must hold (an index within its axis).
+    ``conditional``: only where the code being lowered runs, when its ``if``s
+    test lengths (for a check whose failure leaves the code memory-safe)."""
     gap = sub(b, a)
     if isinstance(gap, int):  # decided now (``n - 1 < n + 1``)
         if gap <= 0:
@@ -232,10 +238,27 @@ def require_less(a: Length, b: Length, what: str) -> None:
         message = f"{where}: {what}" if where else what
         if text:
             message += f"\n    {text}"
-        _collectors[-1].append(Check(a, b, message, "lt"))
+        when = (_paths[-1]() or ()) if conditional and _paths else ()
+        _collectors[-1].append(Check(a, b, message, "lt", when))
 
 
 _collectors: list[list[Check]] = []
+#: The conditions under which the code being lowered runs, as lengths compared
+#: (None where an ``if`` tests values): set by the lowerer.
+_paths: list[Callable[[], tuple[tuple[str, Length, Length], ...] | None]] = []
+
+
+@contextmanager
+def paths(
+    conditions: Callable[[], tuple[tuple[str, Length, Length], ...] | None],
+) -> Iterator[None]:
+    _paths.append(conditions)
+    try:
+        yield
+    finally:
+        _paths.pop()
+
+
 #: How parameters are called in messages while tracing (set by the lowerer).
 _namers: list[Callable[[int], str]] = []
 #: What the frontend is lowering now (set by the lowerer): a function returning
