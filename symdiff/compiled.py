@@ -262,16 +262,7 @@ def _rebuild_tree(structure: Any, leaves: Any) -> Any:
 
 
 def _count_leaves(kind: str) -> int:
-    if not kind.startswith(TREE):
-        return 1
-    count, stack = 0, [tree_structure(kind)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            count += 1
-        else:
-            stack.extend(sub for _, sub in node[1])
-    return count
+    return len(_leaf_kinds(tree_structure(kind))) if kind.startswith(TREE) else 1
 
 
 def _call_without_missing(
