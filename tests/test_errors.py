@@ -640,7 +640,7 @@ def test_unexpected_keyword_argument_and_a_missing_one():
 @pytest.mark.parametrize(
     ("value", "kind_name"),
     [
-        ([2.0], "list"),
+        (b"2.0", "bytes"),
         (np.array([2.0j, 3.0]), "1-d array of complex128"),
         (np.array(2.0j), "0-d array of complex128"),
     ],
@@ -684,9 +684,9 @@ def test_wrong_type_after_a_compiled_call():
     f = symdiff.grad(cases.square)
     assert f(3.0) == 6.0
     with pytest.raises(symdiff.ArgumentError) as info:
-        f([3.0])
+        f(b"3.0")
     assert isinstance(info.value, symdiff.SymdiffError)
-    assert str(info.value) == f"argument `x` of `square` is a `list`; {SCALARS_ONLY}"
+    assert str(info.value) == f"argument `x` of `square` is a `bytes`; {SCALARS_ONLY}"
     with pytest.raises(symdiff.ArgumentError):
         f(3.0, 4.0)
 

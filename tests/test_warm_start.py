@@ -96,7 +96,7 @@ elif scenario == "ieee":
     report["loaded_after_ieee"] = loaded()
 elif scenario == "errors":
     messages = []
-    for args in (([1.0], 1.0), (1.0,), (True, 1.0)):
+    for args in ((b"a", 1.0), (1.0,), (True, 1.0)):
         try:
             g(*args)
         except Exception as exc:
