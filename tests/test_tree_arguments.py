@@ -138,3 +138,31 @@ def test_a_global_dict_of_constants():
         7.5,
         6.0,
     )
+
+
+def l2_penalty(params, lam):
+    total = 0.0
+    for name, p in params.items():
+        if name != "bias":
+            total = total + lam * np.sum(p**2)
+    return total + sum(np.sum(v) for v in params.values()) + len(params)
+
+
+def optional_entries(params, x):
+    scale = params.get("scale", 1.0)
+    shift = params["shift"] if "shift" in params else 0.0  # only the arm Python runs
+    return np.sum(scale * x + shift)
+
+
+def test_dict_methods_and_membership():
+    params = {"W": np.ones((2, 2)), "bias": np.array([1.0, 2.0])}
+    value, grad = symdiff.value_and_grad(l2_penalty, target="python")(params, 0.5)
+    assert value == l2_penalty(params, 0.5)
+    np.testing.assert_array_equal(grad["W"], np.full((2, 2), 2.0))
+    np.testing.assert_array_equal(grad["bias"], [1.0, 1.0])
+    both = symdiff.value_and_grad(optional_entries, target="python")
+    assert both({"scale": 2.0}, np.ones(3)) == (6.0, {"scale": 3.0})
+    assert both({"scale": 2.0, "shift": 1.0}, np.ones(3)) == (
+        9.0,
+        {"scale": 3.0, "shift": 3.0},
+    )

@@ -129,9 +129,22 @@ def _frozen(obj: Any) -> Any:
     return None if any(i is None for i in items) else tuple(items)
 
 
+#: The methods of a dict the frontend runs while tracing.
+_DICT_METHODS = ("items", "keys", "values", "get")
+
 #: np.linalg functions whose LAPACK call raises for some matrices (singular,
 #: not positive definite): under a run-time `if` they get a safe matrix.
 _RAISING_LINALG = (np.linalg.solve, np.linalg.inv, np.linalg.cholesky)
+
+
+def _static_truth(value: Value) -> bool | None:
+    """The truth of a condition known while tracing (a constant, a string,
+    None), else None."""
+    if isinstance(value, Node) and value.op == "const" and not value.shape:
+        return bool(value.value)
+    if isinstance(value, Static) and (value.obj is None or isinstance(value.obj, str)):
+        return bool(value.obj)
+    return None
 
 
 def _is_lowered(value: object) -> bool:
@@ -229,10 +242,31 @@ class ExpressionLowering:
         # x[i]``'s right side): both run here, so their run-time indices are
         # clamped into the array, as in an ``if`` statement's branches
         outer, self.conditional = self.conditional, set()
+        chosen: dict[int, ast.expr] = {}  # `a if c else b` with c known: the arm
         try:
             while stack:
                 node, ready = stack.pop()
+                if isinstance(node, ast.IfExp) and not ready and id(node) not in tests:
+                    if id(node.test) not in results:  # its test first
+                        tests.add(id(node.test))
+                        stack.append((node, False))
+                        stack.append((node.test, False))
+                        continue
+                    truth = _static_truth(results[id(node.test)])
+                    if truth is not None:  # lower the arm Python evaluates only
+                        del results[id(node.test)]
+                        chosen[id(node)] = node.body if truth else node.orelse
+                        if id(node) in self.conditional:
+                            self.conditional.add(id(chosen[id(node)]))
+                        stack.append((node, True))
+                        stack.append((chosen[id(node)], False))
+                        continue
+                if id(node) in chosen:
+                    results[id(node)] = results.pop(id(chosen.pop(id(node))))
+                    continue
                 children = self._children(node, tests)
+                if isinstance(node, ast.IfExp) and id(node.test) in results:
+                    children = [node.body, node.orelse]  # the test is lowered
                 if not ready:
                     if id(node) in self.conditional:
                         self.conditional.update(id(c) for c in children)
@@ -243,6 +277,8 @@ class ExpressionLowering:
                     stack.append((node, True))
                     stack.extend((child, False) for child in reversed(children))
                     continue
+                if isinstance(node, ast.IfExp) and id(node.test) in results:
+                    children = [node.test, *children]
                 values = [results.pop(id(child)) for child in children]
                 results[id(node)] = self._combine(node, values, id(node) in tests)
         finally:
@@ -429,6 +465,12 @@ class ExpressionLowering:
                 name = getattr(base.obj, "__name__", "?")
                 return self.error(node, f"`{name}` has no attribute `{node.attr}`")
             return global_value(getattr(base.obj, node.attr))  # `consts.TABLE`
+        if (
+            isinstance(base, Static)
+            and isinstance(base.obj, dict)
+            and node.attr in _DICT_METHODS
+        ):
+            return Static(getattr(base.obj, node.attr))  # params.items
         if isinstance(base, Static) and (
             _instance(base.obj) or isinstance(base.obj, (np.finfo, np.iinfo))
         ):
@@ -460,9 +502,37 @@ class ExpressionLowering:
         n, m = a.shape
         return B.select(path, a, A.eye(n, m))
 
-    def _dict_item(
-        self, node: ast.Subscript, mapping: dict[Any, Any], key: Value
+    def _dict_method(
+        self,
+        node: ast.Call,
+        mapping: dict[Any, Any],
+        method: str,
+        args: list[Value],
+        kwargs: dict[str, Value],
     ) -> Value:
+        """``params.items()``, ``.keys()``, ``.values()``, ``.get(k, d)`` of a
+        dict argument or a global dict: tuples, known while tracing."""
+        if (
+            kwargs
+            or len(args) > (2 if method == "get" else 0)
+            or (method == "get" and not args)
+        ):
+            return self.error(node, f"bad call of `.{method}()` of a dict")
+        keys = [Static(k) if isinstance(k, str) else python_value(k) for k in mapping]
+        if method == "keys":
+            return tuple(keys)
+        if method == "get":
+            key = args[0]
+            k = key.obj if isinstance(key, Static) else getattr(key, "value", None)
+            if k not in mapping:
+                return args[1] if len(args) > 1 else Static(None)
+            return self._dict_item(node, mapping, key)  # type: ignore[arg-type]
+        values = [self._dict_item(node, mapping, k) for k in keys]  # type: ignore[arg-type]
+        if method == "values":
+            return tuple(values)
+        return tuple(zip(keys, values, strict=True))
+
+    def _dict_item(self, node: ast.expr, mapping: dict[Any, Any], key: Value) -> Value:
         """``params["W"]``: an item of a dict argument (its leaves are parameters)
         or of a global dict (its numbers are constants), by a constant key."""
         if isinstance(key, Static):
@@ -562,6 +632,11 @@ class ExpressionLowering:
         symbol = _OP_SYMBOLS.get(type(op)) or _COMPARE_SYMBOLS[type(op)]
         negate = isinstance(op, (ast.IsNot, ast.NotIn, ast.NotEq))
         if isinstance(op, (ast.In, ast.NotIn)):
+            if isinstance(right, Static) and isinstance(right.obj, dict):
+                right = tuple(  # `"b" in params`: among the keys
+                    Static(k) if isinstance(k, str) else python_value(k)
+                    for k in right.obj
+                )
             if not isinstance(right, tuple):
                 return self.error(
                     node,
@@ -796,6 +871,9 @@ class ExpressionLowering:
         consumed = self.iterable_call(node, name, obj, args, kwargs)
         if consumed is not None:  # sum(... for ...), max of a tuple
             return consumed
+        mapping = getattr(obj, "__self__", None)
+        if isinstance(mapping, dict) and name.rsplit(".", 1)[-1] in _DICT_METHODS:
+            return self._dict_method(node, mapping, obj.__name__, args, kwargs)
         if isinstance(obj, BoundMethod):
             return self._build(
                 node, name, METHODS[obj.name], [obj.array, *args], kwargs
