@@ -637,11 +637,15 @@ class Compiled:
         their leaves are its parameters; gradients come back shaped as the
         arguments (a dict of arrays for a dict of arrays, as in JAX)."""
         kind = self._spec.kind
-        if kind not in ("grad", "value_and_grad", "jit") or self._target == "cuda":
+        if (
+            kind not in ("grad", "value_and_grad", "jit", "vjp")
+            or self._target == "cuda"
+        ):
             raise ArgumentError(
                 f"{kind} of `{self.__name__}` with target {self._target!r}: tuple, "
-                "list and dict arguments work with grad, value_and_grad and jit on "
-                "the cpu, parallel and python targets; pass the arrays one by one"
+                "list and dict arguments work with grad, value_and_grad, jit and "
+                "vjp on the cpu, parallel and python targets; pass the arrays one "
+                "by one"
             )
         counts = [_count_leaves(d) for d in dtypes]
         starts = [sum(counts[:i]) for i in range(len(counts))]
@@ -698,6 +702,8 @@ class Compiled:
             out = entry(*flat)
             if kind == "jit":
                 return out
+            if kind == "vjp":  # one cotangent per primal, shaped as it
+                return regroup(out if isinstance(out, tuple) else (out,))
             if kind == "grad":
                 return (regroup(out[0]), out[1]) if self._spec.has_aux else regroup(out)
             return (out[0], regroup(out[1]))

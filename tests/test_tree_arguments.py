@@ -121,7 +121,7 @@ def test_a_leaf_that_is_not_a_number_is_named():
     assert "argument `params['W1']` of `mlp_loss` is a `str`" in str(info.value)
     with pytest.raises(symdiff.ArgumentError) as info:
         symdiff.hessian(layers_loss)([(np.ones((2, 2)), np.ones(2))], np.ones(2))
-    assert "tuple, list and dict arguments work with grad, value_and_grad" in str(
+    assert "tuple, list and dict arguments work with grad, value_and_grad, jit" in str(
         info.value
     )
 
@@ -166,3 +166,13 @@ def test_dict_methods_and_membership():
         9.0,
         {"scale": 3.0, "shift": 3.0},
     )
+
+
+def test_vjp_of_a_dict_argument():
+    rng = np.random.default_rng(8)
+    (fn, (params, X, y)), *_ = _cases(rng)
+    out, pullback = symdiff.vjp(fn, params, X, y, target="python")
+    assert out == pytest.approx(fn(params, X, y), rel=RTOL)
+    got = pullback(2.0)
+    _, jax_pullback = jax.vjp(with_modules(fn, np=jnp), params, X, y)
+    _assert_tree_close(got, _to_numpy(tuple(jax_pullback(2.0))))
