@@ -168,7 +168,7 @@ def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
         else (str, a)
         if type(a) is str
         else (type(a), id(a))
-        if callable(a) and static_kind(a) is not None
+        if static_kind(a) is not None
         else type(a)
         for a in args
     )

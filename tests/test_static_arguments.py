@@ -13,6 +13,7 @@ function itself.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -285,3 +286,22 @@ def test_factorial_and_comb_of_negative_ints_raise_as_python():
     assert symdiff.grad(scaled_comb, target="python")(1.0, 3, 5) == 0.0
     with pytest.raises(ValueError, match="`k` must be 0 or more"):
         symdiff.grad(scaled_comb, target="python")(1.0, 3, -1)
+
+
+@dataclasses.dataclass
+class LossConfig:
+    scale: float
+    power: int = 2
+
+
+def configured_loss(x, cfg):
+    return cfg.scale * np.sum(x**cfg.power)
+
+
+def test_objects_of_the_users_classes_are_static_arguments():
+    grad = symdiff.grad(configured_loss, target="python")
+    np.testing.assert_array_equal(grad(np.ones(2), LossConfig(2.0)), [4.0, 4.0])
+    np.testing.assert_array_equal(grad(np.ones(2), LossConfig(1.0, 3)), [3.0, 3.0])
+    assert "# specialised to: cfg = <LossConfig object>" in grad.source
+    spring = Spring(3.0, 1.0)
+    assert symdiff.grad(Spring.energy, argnums=1, target="python")(spring, 2.0) == 6.0

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
+import sys
+import sysconfig
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +70,9 @@ class Bound:
 def static_kind(value: object) -> str | None:
     """The kind of an argument that is a configuration object rather than data: a
     string (``reduction="mean"``), ``None`` (``w=None``), a function
-    (``activation=np.tanh``) or a :class:`Bound` object; None for anything else."""
+    (``activation=np.tanh``), a :class:`Bound` object or an object of the user's
+    own class (a config, a model: its attributes are read while tracing, and the
+    kernel is specialised to the object); None for anything else."""
     if value is None or isinstance(value, str):
         return STATIC + repr(value)
     if isinstance(value, Bound):
@@ -79,7 +84,30 @@ def static_kind(value: object) -> str | None:
         kind = f"{STATIC}{name}#{id(value)}"
         _OBJECTS[kind] = value  # kept alive: the id stays this object's
         return kind
+    if _user_object(value):  # a config object, a model: read while tracing
+        kind = f"{STATIC}{type(value).__qualname__} object#{id(value)}"
+        _OBJECTS[kind] = value
+        return kind
     return None
+
+
+_LIBRARY_DIRS = tuple(
+    os.path.realpath(p) + os.sep
+    for key in ("stdlib", "platstdlib", "purelib", "platlib")
+    if (p := sysconfig.get_paths().get(key))
+)
+
+
+def _user_object(value: object) -> bool:
+    """An instance of a class the user defined (in ``__main__`` or a module
+    outside the standard library and installed packages)."""
+    module_name = type(value).__module__ or ""
+    if module_name == "__main__":
+        return True
+    if module_name.split(".")[0] in ("builtins", "symdiff"):
+        return False
+    path = getattr(sys.modules.get(module_name), "__file__", None)
+    return bool(path) and not os.path.realpath(path).startswith(_LIBRARY_DIRS)
 
 
 def static_value(kind: str) -> object:
