@@ -567,7 +567,9 @@ class Compiled:
                 raise ArgumentError(
                     f"argument `{names[i]}` of `{self.__name__}` is a `{kind}`; "
                     "symdiff compiles functions of numbers and NumPy arrays: pass a "
-                    "float, an int, a bool or an array of floats, ints or bools"
+                    "float, an int, a bool or an array of floats, ints or bools (or "
+                    "a tuple, list or dict of them; strings, None, functions and "
+                    "objects of your own classes are constants of the kernel)"
                 )
             device = not isinstance(value, np.ndarray) and "[" in dtype
             if device and self._target != "cuda":

@@ -39,7 +39,9 @@ NO_SOURCE_HINT = (
 )
 SCALARS_ONLY = (
     "symdiff compiles functions of numbers and NumPy arrays: pass a float, an int, "
-    "a bool or an array of floats, ints or bools"
+    "a bool or an array of floats, ints or bools (or a tuple, list or dict of them; "
+    "strings, None, functions and objects of your own classes are constants of the "
+    "kernel)"
 )
 
 
