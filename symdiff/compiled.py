@@ -202,16 +202,16 @@ def _tree_key(value: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _leaves_of(value: Any) -> list[tuple[str, Any]]:
-    """A container argument's leaves, left to right, with their paths."""
-    out: list[tuple[str, Any]] = []
-    stack: list[tuple[str, Any]] = [("", value)]
+def _leaves_of(value: Any) -> list[Any]:
+    """A container argument's leaves, left to right."""
+    out: list[Any] = []
+    stack: list[Any] = [value]
     while stack:
-        path, v = stack.pop()
+        v = stack.pop()
         if type(v) in _CONTAINERS:
-            stack.extend((f"{path}[{k!r}]", item) for k, item in reversed(_items(v)))
+            stack.extend(item for _, item in reversed(_items(v)))
         else:
-            out.append((path, v))
+            out.append(v)
     return out
 
 
@@ -687,7 +687,7 @@ class Compiled:
                 if i not in trees:
                     flat.append(casts[i](value) if i in casts else value)
                     continue
-                for (_, leaf), to_float in zip(
+                for leaf, to_float in zip(
                     _leaves_of(value), float_leaves[i], strict=True
                 ):
                     if isinstance(leaf, np.ndarray) and leaf.ndim == 0:

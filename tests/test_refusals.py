@@ -1,6 +1,7 @@
 """What the frontend refuses, each with its message, a hint of what to write
 instead, and the user's line: the refusals added with NumPy's and SciPy's
-functions, windows, masks, lists and loops, one function each."""
+functions, windows, masks, lists and loops, dicts, comparisons of Python objects and
+`raise`, one function each."""
 
 from __future__ import annotations
 
@@ -137,6 +138,42 @@ def bare_return(x):
 V3 = np.array([1.0, -2.0, 3.0])
 M3 = np.arange(9.0).reshape(3, 3) + np.eye(3)
 
+
+PARAMS = {"a": 1.0}
+
+
+def missing_key(x):
+    return x * PARAMS["b"]
+
+
+def key_from_a_value(x):
+    return x * PARAMS[int(x)]
+
+
+def dict_method_arguments(x):
+    return x * len(PARAMS.items(1))
+
+
+def float_of_a_word(x):
+    return x * float("big")
+
+
+def membership_of_a_number(x):
+    return x if x in x else 0.0
+
+
+def ordering_strings(x):
+    return x if "a" < "b" else 0.0
+
+
+def identity_of_numbers(x, y):
+    return x if x is y else y
+
+
+def raise_on_every_path(x):
+    raise ValueError(f"x is {x}")
+
+
 CASES = [
     (repeat_negative, (V3,), "negative dimensions are not allowed", "0 or more"),
     (repeat_negative_counts, (V3,), "np.repeat: negative dimensions", "0 or more"),
@@ -169,6 +206,14 @@ CASES = [
     (average_with_matrix_weights, (M3,), "1D weights expected", "1-D weights"),
     (append_two, (1.0,), "`ys.append` takes one argument", "ys.extend((a, b))"),
     (bare_return, (1.0,), "`return` without a value", "from every `return`"),
+    (missing_key, (1.0,), "the dict has no key 'b'", "its keys are 'a'"),
+    (key_from_a_value, (1.0,), "indexed by a constant key", "write the key"),
+    (dict_method_arguments, (1.0,), "bad call of `.items()`", "take no arguments"),
+    (float_of_a_word, (1.0,), "float() cannot convert 'big'", 'float("inf")'),
+    (membership_of_a_number, (1.0,), "`in` needs a tuple or a list", "write the"),
+    (ordering_strings, (1.0,), "`<` between `str` and `str`", "== or !="),
+    (identity_of_numbers, (1.0, 2.0), "`is` between numbers", "`x is None`"),
+    (raise_on_every_path, (1.0,), "this `raise` runs for these arguments", "raises"),
 ]
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symdiff.backend.cuda_program import DeviceProgram
-from symdiff.backend.printer import P_ATOM, Printer
+from symdiff.backend.printer import P_ATOM, TEMPLATES, Printer
 from symdiff.errors import ArgumentError
 from symdiff.ir import linalg as LA
 from symdiff.ir import loops as L
@@ -686,7 +686,7 @@ class ArrayKernel:
             left, right = self.dim(check.left), self.dim(check.right)
             test = "!=" if check.kind == "eq" else ">="
             guard = "".join(
-                f"{self.dim(a)} {_COMPARE_TEXT[op]} {self.dim(b)} and "
+                TEMPLATES[op][0].format(self.dim(a), self.dim(b)) + " and "
                 for op, a, b in check.when
             )  # the `if` around the code that assumes it
             body.append(f"{ind}if {guard}{left} {test} {right}:")
@@ -1459,9 +1459,6 @@ class _Reads(dict):  # type: ignore[type-arg]
         new = _Reads(self.kernel)
         new.update(self)
         return new
-
-
-_COMPARE_TEXT = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 def _reads_first(order: list[Node], forward: set[Node]) -> list[Node]:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from symdiff.custom import stop_gradient
+from symdiff.frontend.arrays import Unsupported, length
+from symdiff.ir import shapes as S
 from symdiff.ir.build import (
     ONE,
     ZERO,
@@ -153,8 +155,6 @@ def _logaddexp2(a: Node, b: Node) -> Node:
 def _whole(k: Node, name: str, what: str = "its argument") -> int | None:
     """``k``'s value where it is a constant; Unsupported where it is no integer
     (Python raises TypeError for a float)."""
-    from symdiff.frontend.arrays import Unsupported
-
     if k.shape or k.dtype not in ("int64", "bool"):
         raise Unsupported(
             f"`{name}` takes integers: {what} is "
@@ -172,9 +172,6 @@ def _whole(k: Node, name: str, what: str = "its argument") -> int | None:
 def _not_negative(k: Node, name: str, what: str) -> None:
     """Where ``k`` is computed from int arguments and shapes, check when the
     kernel runs that it is not negative, as Python raises ValueError then."""
-    from symdiff.frontend.arrays import Unsupported, length
-    from symdiff.ir import shapes as S
-
     try:
         n = length(k)
     except Unsupported:

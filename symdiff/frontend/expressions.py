@@ -51,16 +51,13 @@ _COMPARE = {
     ast.NotEq: "ne",
 }
 
-_COMPARE_SYMBOLS = {
+_OP_SYMBOLS = {
     ast.Lt: "<",
     ast.LtE: "<=",
     ast.Gt: ">",
     ast.GtE: ">=",
     ast.Eq: "==",
     ast.NotEq: "!=",
-}
-
-_OP_SYMBOLS = {
     ast.MatMult: "@",
     ast.BitAnd: "&",
     ast.BitOr: "|",
@@ -517,7 +514,12 @@ class ExpressionLowering:
             or len(args) > (2 if method == "get" else 0)
             or (method == "get" and not args)
         ):
-            return self.error(node, f"bad call of `.{method}()` of a dict")
+            return self.error(
+                node,
+                f"bad call of `.{method}()` of a dict",
+                "`.items()`, `.keys()` and `.values()` take no arguments; "
+                "`.get(key)` or `.get(key, default)`",
+            )
         keys = [Static(k) if isinstance(k, str) else python_value(k) for k in mapping]
         if method == "keys":
             return tuple(keys)
@@ -546,7 +548,12 @@ class ExpressionLowering:
                 'write the key out: `params["W"]`',
             )
         if k not in mapping:
-            return self.error(node, f"the dict has no key {k!r}")
+            known = ", ".join(repr(key) for key in mapping)
+            return self.error(
+                node,
+                f"the dict has no key {k!r}",
+                f"its keys are {known}; `params.get(key, default)` gives a default",
+            )
         item = mapping[k]
         return item if _is_lowered(item) else global_value(item)
 
@@ -629,7 +636,7 @@ class ExpressionLowering:
         """A comparison that involves Python objects (``mode == "mean"``,
         ``w is None``) or membership (``mode in ("a", "b")``, ``k in (1, 2)``):
         decided now where Python decides it from the objects alone."""
-        symbol = _OP_SYMBOLS.get(type(op)) or _COMPARE_SYMBOLS[type(op)]
+        symbol = _OP_SYMBOLS[type(op)]
         negate = isinstance(op, (ast.IsNot, ast.NotIn, ast.NotEq))
         if isinstance(op, (ast.In, ast.NotIn)):
             if isinstance(right, Static) and isinstance(right.obj, dict):
@@ -941,7 +948,9 @@ class ExpressionLowering:
                     return constant(float(text))  # type: ignore[arg-type]
                 except (TypeError, ValueError):
                     return self.error(
-                        node, f"float() cannot convert {text!r} to a number"
+                        node,
+                        f"float() cannot convert {text!r} to a number",
+                        'write a number\'s text: float("inf"), float("1e-8")',
                     )
             nodes = [
                 self.scalar(a, v, f"argument {i + 1} of `{name}`")

@@ -273,7 +273,8 @@ class Lowerer(
     def frames_reached(self) -> bool:
         """Whether the statement being lowered runs on every call: no run-time
         ``if`` or loop around it, here or at the calls of the helpers inlined."""
-        return all(f.live is B.TRUE and f.loop is None for f in self.frames)
+        no_loop = all(f.loop is None for f in self.frames)
+        return no_loop and self.path_condition() is B.TRUE
 
     # -- diagnostics ------------------------------------------------------------
     def error(self, node: ast.AST, message: str, hint: str = "") -> Node:
