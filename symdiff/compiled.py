@@ -23,7 +23,12 @@ from symdiff.errors import (
     TranslationError,
 )
 from symdiff.frontend.lower import Traced, trace
-from symdiff.frontend.source import function_source
+from symdiff.frontend.source import (
+    ShippedSource,
+    function_source,
+    portable_source,
+    restore_source,
+)
 from symdiff.frontend.values import TREE, static_kind, tree_structure
 from symdiff.ir.loops import tape_arrays
 from symdiff.ir.node import Node, topological
@@ -1197,10 +1202,21 @@ class Compiled:
         function's source."""
         if is_module_global(self):
             return str(self.__qualname__)
-        return (Compiled, (self._fun, self._spec, self._target))
+        shipped = portable_source(self._fun)
+        if shipped is None:
+            return (Compiled, (self._fun, self._spec, self._target))
+        return (_unpickle, (self._fun, self._spec, self._target, shipped))
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
+
+
+def _unpickle(
+    fun: Callable[..., Any], spec: Spec, target: str, shipped: ShippedSource
+) -> Compiled:
+    """A transform of a function pickled by value, with its file's lines."""
+    restore_source(fun, shipped)
+    return Compiled(fun, spec, target)
 
 
 _ITEMSIZE = {"float64": 8, "int64": 8, "bool": 1}

@@ -1,9 +1,13 @@
 """symdiff.vectorize: scalar transforms as batched, broadcasting NumPy functions."""
 
+import ast
+import functools
 import gc
 import importlib
 import inspect
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -471,6 +475,67 @@ def test_transforms_and_vectorized_functions_pickle():
     vec = pickle.loads(pickle.dumps(vectorize(g)))
     assert vec.target == "parallel"
     assert_close_all(vec(XS, YS), vectorize(g)(XS, YS))
+
+
+MAIN_SCRIPT = """
+import math, sys
+import cloudpickle
+import symdiff
+
+SCALE = 2.0
+
+def helper(u):
+    return math.sin(u) * SCALE
+
+def f(x, y):
+    return helper(x * y) + math.exp(-x)
+
+g = symdiff.grad(f, argnums=(0, 1))
+vec = symdiff.vectorize(symdiff.value_and_grad(lambda u: helper(u) ** 2))
+with open(sys.argv[1], "wb") as out:
+    cloudpickle.dump((g, vec), out)
+"""
+
+LOAD_SCRIPT = """
+import pickle, sys
+import numpy as np
+with open(sys.argv[1], "rb") as src:
+    g, vec = pickle.load(src)
+print(repr(g(1.3, 0.4)))
+value, slope = vec(np.array([0.5, 1.5]))
+print(repr(value.tolist()))
+print(repr(slope.tolist()))
+"""
+
+
+def test_transforms_of_main_functions_pickle_by_value(tmp_path):
+    """Dask pickles tasks with cloudpickle, which carries a function of __main__
+    (and its helpers) by value and, since 3.1.3, without its file's name: the
+    transform ships the source, so a process without the file still builds it."""
+    pytest.importorskip("cloudpickle")
+    from tests.fresh_process import project
+
+    work, env = project(
+        tmp_path, {"main_script.py": MAIN_SCRIPT, "load.py": LOAD_SCRIPT}
+    )
+    blob = tmp_path / "transforms.pkl"
+    run = functools.partial(
+        subprocess.run, env=env, capture_output=True, text=True, timeout=120
+    )
+    made = run([sys.executable, str(work / "main_script.py"), str(blob)])
+    assert made.returncode == 0, made.stderr
+    (work / "main_script.py").unlink()  # the loading process cannot read it
+    loaded = run([sys.executable, str(work / "load.py"), str(blob)], cwd=tmp_path)
+    assert loaded.returncode == 0, loaded.stderr
+    x, y = 1.3, 0.4
+    slope = 2.0 * math.cos(x * y)
+    want = (slope * y - math.exp(-x), slope * x)
+    got = ast.literal_eval(loaded.stdout.splitlines()[0])
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    values, slopes = map(ast.literal_eval, loaded.stdout.splitlines()[1:3])
+    u = np.array([0.5, 1.5])
+    np.testing.assert_allclose(values, (2.0 * np.sin(u)) ** 2, rtol=1e-14)
+    np.testing.assert_allclose(slopes, 8.0 * np.sin(u) * np.cos(u), rtol=1e-13)
 
 
 # -- errors ---------------------------------------------------------------------------

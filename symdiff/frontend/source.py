@@ -8,6 +8,7 @@ import linecache
 import os
 import textwrap
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from symdiff.errors import SourceUnavailableError
@@ -147,3 +148,88 @@ def _find_lambda(fn: types.FunctionType) -> ast.Lambda:
             "source is ambiguous",
         )
     return found[0]
+
+
+# -- functions pickled by value -------------------------------------------------------
+#: The file a function's source lives in and that file's lines, shipped with a
+#: transform pickled to another process (see :func:`portable_source`).
+ShippedSource = tuple[str, list[str]]
+
+
+def portable_source(fn: object) -> ShippedSource | None:
+    """The file and lines of ``fn``'s source where a pickle carries ``fn`` by value.
+
+    cloudpickle (what Dask sends tasks with) pickles a function of ``__main__``
+    by value and, since 3.1.3, names its file ``<dynamic-code>``, so the process
+    that unpickles it finds no source to read.  A transform ships the file's
+    lines beside the function; :func:`restore_source` puts them back.  None for
+    a function that pickles by reference (an importable module's: the other
+    process imports the module and reads the file itself).
+    """
+    for item in _functions_in(fn):
+        if item.__module__ == "__main__":
+            filename = item.__code__.co_filename
+            lines = linecache.getlines(filename)
+            return (filename, list(lines)) if lines else None
+    return None
+
+
+def restore_source(fn: object, shipped: ShippedSource | None) -> None:
+    """Make ``fn``'s shipped source readable here: the file's lines go into
+    ``linecache``, and the functions of ``__main__`` pickled by value (``fn``, the
+    helpers among its globals and closures) get their file's name back."""
+    if shipped is None:
+        return
+    filename, lines = shipped
+    if not linecache.getlines(filename):
+        # mtime None: linecache.checkcache keeps the entry (no file to compare with)
+        linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+    for item in _functions_in(fn, follow_globals=True):
+        code = item.__code__
+        if item.__module__ == "__main__" and not os.path.exists(code.co_filename):
+            item.__code__ = code.replace(co_filename=filename)
+
+
+def _functions_in(
+    obj: object, follow_globals: bool = False
+) -> Iterator[types.FunctionType]:
+    """The Python functions behind ``obj`` (a function, a bound method, a
+    ``functools.partial``, a ``custom_vjp`` and its rules); with
+    ``follow_globals``, also those of ``__main__`` that they reach through their
+    globals and closures (helpers), each once."""
+    seen: set[int] = set()
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if not isinstance(item, types.FunctionType):
+            # a method's function, a partial's, a custom_vjp's and its rules
+            stack.extend(
+                getattr(item, name, None) for name in ("__func__", "func", "fun")
+            )
+            stack.extend(getattr(item, name, None) for name in ("fwd", "bwd"))
+            continue
+        yield item
+        wrapped = getattr(item, "__wrapped__", None)
+        if wrapped is not None:
+            stack.append(wrapped)
+        if follow_globals and item.__module__ == "__main__":
+            stack.extend(item.__globals__.get(n) for n in _global_names(item.__code__))
+            for cell in item.__closure__ or ():
+                try:
+                    stack.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    continue
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The names ``code`` and the functions defined in it may read as globals."""
+    names: set[str] = set()
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
