@@ -32,6 +32,7 @@ from symdiff.errors import (
     ShapeError,
     SourceUnavailableError,
     SymdiffError,
+    SymdiffWarning,
     TranslationError,
 )
 from symdiff.vectorize import vectorize
@@ -54,6 +55,7 @@ __all__ = [
     "ShapeError",
     "SourceUnavailableError",
     "SymdiffError",
+    "SymdiffWarning",
     "TranslationError",
     "__version__",
     "custom_vjp",

@@ -15,6 +15,11 @@ class SymdiffError(Exception):
     """Base class of every error symdiff raises on purpose."""
 
 
+class SymdiffWarning(UserWarning):
+    """Something symdiff did differently from Python, on purpose: a ``print``
+    skipped in a compiled kernel, say.  The message names the line."""
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """One problem in the user's source.

@@ -8,12 +8,18 @@ recursively: their nesting is bounded by Python's own limit on indentation.
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import inspect
+import logging
 import types
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from symdiff.errors import SymdiffWarning
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.expressions import BINOPS, python_value
 from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
@@ -23,6 +29,7 @@ from symdiff.ir import shapes as S
 from symdiff.ir.node import Node
 
 if TYPE_CHECKING:
+    from symdiff.errors import Diagnostic
     from symdiff.frontend.lower import Frame
 
 # Statement kinds symdiff rejects, with what to write instead.
@@ -31,7 +38,11 @@ UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
         "`try` blocks are not supported",
         "remove it: differentiated code must be plain arithmetic",
     ),
-    ast.With: ("`with` blocks are not supported", "move it out of the function"),
+    ast.With: (
+        "`with` blocks are not supported, except `np.errstate` and "
+        "`warnings.catch_warnings`",
+        "move it out of the function",
+    ),
     ast.Raise: (
         "`raise` is not supported where it depends on values",
         "validate the arguments before calling the differentiated function",
@@ -46,7 +57,7 @@ UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
         "return the new value from the local function and assign it in the "
         "enclosing one (`y = g(y)`)",
     ),
-    ast.Delete: ("`del` is not supported", "remove it"),
+    ast.Delete: ("`del` is supported for names only", "remove it"),
     ast.ClassDef: ("a class definition is not supported", "define it at module level"),
     ast.AsyncFunctionDef: ("an `async def` is not supported", "use a plain `def`"),
     ast.AsyncFor: ("`async for` is not supported", "use a plain `for`"),
@@ -54,6 +65,19 @@ UNSUPPORTED_STATEMENTS: dict[type, tuple[str, str]] = {
     ast.Match: ("`match` statements are not supported", "use `if`/`elif`/`else`"),
 }
 
+
+#: Calls that change how Python reports warnings: a kernel raises none.
+_WARNING_FILTERS = (
+    warnings.simplefilter,
+    warnings.filterwarnings,
+    warnings.resetwarnings,
+    np.seterr,
+)
+#: Context managers whose body is lowered as it is (they only quiet warnings).
+_QUIET_MANAGERS = (np.errstate, warnings.catch_warnings)
+_LOGGERS = (logging.Logger, logging.LoggerAdapter)
+#: The warnings about skipped calls already given: file, line, message.
+_WARNED: set[tuple[str, int, str]] = set()
 
 #: What to write instead of a list whose length is known only at run time.
 LIST_HINT = "preallocate the array, `out = np.zeros(n)`, and assign `out[i] = v`"
@@ -120,6 +144,7 @@ class StatementLowering:
     statement_calls: set[ast.Call]
     local_function: Callable[..., Value]
     escaping: Callable[..., bool]
+    diagnostic: Callable[..., Diagnostic]
 
     def block(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
@@ -423,6 +448,8 @@ class StatementLowering:
             self.statement_calls.add(value)
             self.expr(value)  # `check(mode)`: it may raise; its value is unused
             return
+        if isinstance(value, ast.Call) and self._skipped_call(stmt, value):
+            return
         if isinstance(value, ast.Call):
             name = ast.unparse(value.func)
             self.error(
@@ -436,6 +463,90 @@ class StatementLowering:
             "an expression statement has no effect on the result",
             "assign its value to a variable, or remove it",
         )
+
+    def _skipped_call(self, stmt: ast.Expr, call: ast.Call) -> bool:
+        """``print(...)``, ``warnings.warn(...)``, ``log.info(...)``: output a
+        kernel does not produce, skipped with a warning naming the line (as JAX
+        prints once, while tracing, where symdiff reads the source instead);
+        ``warnings.simplefilter(...)`` and the like: skipped silently, since a
+        kernel raises no warnings to filter."""
+        obj = self._static_object(call.func)
+        if obj is None:
+            return False
+        if obj in _WARNING_FILTERS:
+            return True
+        if not (
+            obj is builtins.print
+            or obj is warnings.warn
+            or getattr(obj, "__module__", None) == "logging"
+            or isinstance(getattr(obj, "__self__", None), _LOGGERS)
+        ):
+            return False
+        filename, line = self.frame.source.filename, stmt.lineno
+        message = (
+            f"`{ast.unparse(call.func)}(...)` is skipped in the kernel of "
+            f"`{self.frame.source.name}`, which has no side effects; call the "
+            "Python function itself to see its output"
+        )
+        if (filename, line, message) not in _WARNED:  # once, however many kernels
+            _WARNED.add((filename, line, message))
+            warnings.warn_explicit(message, SymdiffWarning, filename, line)
+        return True
+
+    def _static_object(self, node: ast.expr) -> object | None:
+        """What ``node`` (a name, or attributes of one) names, where that is a
+        module-level object or a builtin, not a value of the function; None
+        otherwise.  Nothing is reported."""
+        attrs: list[str] = []
+        while isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        frame = self.frame
+        value = frame.env.get(node.id)
+        if value is not None:
+            if not isinstance(value, Static):
+                return None
+            obj = value.obj
+        elif node.id in frame.local_names:
+            return None
+        else:
+            fn = frame.source.fn
+            code = fn.__code__
+            if node.id in code.co_freevars:
+                return None
+            missing = object()
+            obj = fn.__globals__.get(node.id, getattr(builtins, node.id, missing))
+            if obj is missing:
+                return None
+        for attr in reversed(attrs):
+            if not isinstance(obj, (types.ModuleType, type, *_LOGGERS)):
+                return None
+            obj = getattr(obj, attr, None)
+        return obj
+
+    def _stmt_With(self, stmt: ast.With) -> None:
+        """``with np.errstate(...)`` or ``warnings.catch_warnings()``: the body
+        as it is (a kernel sets no floating-point flags and raises no warnings);
+        any other context manager is reported."""
+        for item in stmt.items:
+            call = item.context_expr
+            func = call.func if isinstance(call, ast.Call) else None
+            manager = None if func is None else self._static_object(func)
+            if manager not in _QUIET_MANAGERS or item.optional_vars is not None:
+                what, hint = UNSUPPORTED_STATEMENTS[ast.With]
+                self.error(stmt, what, hint)
+                self._poison_names(stmt)
+                return
+        self.block(stmt.body)
+
+    def _stmt_Delete(self, stmt: ast.Delete) -> None:
+        """``del tmp``: nothing to free in a kernel (the graph holds values, not
+        variables), so only names are accepted."""
+        if not all(isinstance(t, ast.Name) for t in stmt.targets):
+            what, hint = UNSUPPORTED_STATEMENTS[ast.Delete]
+            self.error(stmt, what, hint)
 
     def _user_function(self, func: ast.expr) -> bool:
         """Whether ``func`` names one of the user's own Python functions (a
