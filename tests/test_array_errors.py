@@ -133,7 +133,7 @@ def concat_bad_axis(a, b):
 
 
 def mask_index(x):
-    return np.sum(x[x > 0.5])
+    return np.cumsum(x[x > 0.5])
 
 
 def transpose_a_number(x):
@@ -156,7 +156,10 @@ def builtin_max(x):
     ("fn", "message"),
     [
         (concat_bad_axis, "axis 1 is out of bounds for arrays of dimension 1"),
-        (mask_index, "indexing with a boolean mask is not supported"),
+        (
+            mask_index,
+            "`np.cumsum` of a boolean-mask selection (`x[mask]`) is not supported",
+        ),
         (transpose_a_number, "`axes` must be a permutation of the array's axes"),
         (float_of_array, "`float` of an array is not defined element-wise"),
         (index_a_number, "a number cannot be indexed"),

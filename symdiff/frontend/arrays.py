@@ -1946,7 +1946,7 @@ def mask_update(
     then the select is exactly NumPy's update.  ``aligned``: the value is an
     array read at the same mask (``x[mask] = v[mask]``), so ``v`` itself is
     taken where the mask holds."""
-    mask, before, after = _mask_axes(x, items)
+    mask, before, after = mask_axes(x, items)
     k = len(mask.shape)
     if aligned:
         return _mask_select(x, mask, after, _aligned(x, value, mask, before), mode)
@@ -2020,7 +2020,9 @@ def _mask_select(
     return B.select(where, spread, x)
 
 
-def _mask_axes(x: Node, items: list[Value]) -> tuple[Node, int, int]:
+def mask_axes(
+    x: Node, items: list[Value], what: str = "element assignment"
+) -> tuple[Node, int, int]:
     """The mask of ``x[..., mask, ...]`` and how many axes of ``x`` come before
     and after the ones it covers (its shape is checked against theirs)."""
     full = SliceValue(None, None, None)
@@ -2031,8 +2033,7 @@ def _mask_axes(x: Node, items: list[Value]) -> tuple[Node, int, int]:
         if k != masks[0]
     ):
         raise Unsupported(
-            "element assignment with a boolean mask: the other indices must be "
-            "`:` or `...`",
+            f"{what} with a boolean mask: the other indices must be `:` or `...`",
             "combine the conditions into one mask of the array's shape: "
             "x[(x > 0) & (np.arange(n) < 3)] = 0.0",
         )

@@ -20,6 +20,7 @@ import numpy as np
 from symdiff.custom import custom_vjp
 from symdiff.frontend import arrays as AR
 from symdiff.frontend import linalg as LN
+from symdiff.frontend import masks
 from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import lookup
@@ -41,6 +42,9 @@ BINOPS: dict[type, Callable[[Node, Node], Node]] = {
     ast.FloorDiv: lambda a, b: B.apply("floordiv", a, b),
     ast.Mod: lambda a, b: B.apply("mod", a, b),
 }
+
+#: Expressions that hold a selection (``x[mask]``) without using it.
+_CARRIERS = (ast.Tuple, ast.List, ast.NamedExpr)
 
 _COMPARE = {
     ast.Lt: "lt",
@@ -328,6 +332,8 @@ class ExpressionLowering:
             return self.poison  # already reported; do not pile up follow-on errors
         outer, self.current = self.current, node
         try:
+            if not isinstance(node, _CARRIERS) and any(map(masks.has_masked, values)):
+                return masks.combine(node, values, test, self._mask_handlers())
             return handler(node, values, test)
         except Unsupported as exc:
             return self.error(node, exc.message, exc.hint)
@@ -335,6 +341,15 @@ class ExpressionLowering:
             return self.error(node, str(exc), exc.hint)
         finally:
             self.current = outer
+
+    def _mask_handlers(self) -> dict[str, Callable[[Any, list[Value], bool], Value]]:
+        """The lowerings :func:`masks.combine` applies to a selection's data."""
+        return {
+            "BinOp": self._expr_BinOp,
+            "UnaryOp": self._expr_UnaryOp,
+            "Compare": self._expr_Compare,
+            "Call": self._expr_Call,
+        }
 
     # -- helpers ----------------------------------------------------------------
     def scalar(self, node: ast.AST, value: Value, what: str = "this value") -> Node:
@@ -350,6 +365,9 @@ class ExpressionLowering:
                     f"{value.line}; assign it before the `if` too"
                 ),
             )
+        if masks.has_masked(value):
+            message = masks.refusal("this use of").message
+            return self.error(node, message, masks.HINT)
         if isinstance(value, tuple):
             return self.error(
                 node,
@@ -386,6 +404,9 @@ class ExpressionLowering:
             return b
         if a is self.poison or b is self.poison:
             return self.poison  # already reported
+        if masks.has_masked(a) or masks.has_masked(b):
+            message = masks.refusal("choosing between branches with").message
+            return self.error(node, message, masks.HINT)
         return self.error(
             node,
             "the two branches give values of different kinds "
@@ -770,6 +791,11 @@ class ExpressionLowering:
         if isinstance(base, Node) and base.shape:
             if isinstance(node.slice, ast.List):
                 index = (index,)  # x[[0, 2]]: a list of positions, not x[0, 2]
+            selection = masks.select(
+                base, list(index) if isinstance(index, tuple) else [index]
+            )
+            if selection is not None:  # x[x > 0]
+                return selection
             value = AR.index(base, index)
             if value.op == "take" and (
                 self.frame.live is not B.TRUE or id(node) in self.conditional

@@ -26,8 +26,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
+from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.statements import _local_names_of
-from symdiff.frontend.values import Static, Undefined, Value
+from symdiff.frontend.values import Masked, Static, Undefined, Value
+from symdiff.frontend.views import (
+    AMBIGUOUS,
+    View,
+    bases_written,
+    is_view_key,
+    view_in,
+)
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import loops as L
@@ -74,6 +82,49 @@ class Source:
     #: input for it
     item: Callable[[Node, Callable[[Value], Value]], Value]
     items: list[Value] | None = None
+
+
+def _row_target(stmt: ast.For) -> tuple[str, str] | None:
+    """``(row, Y)`` of ``for row in Y`` and ``for i, row in enumerate(Y)``."""
+    it, target = stmt.iter, stmt.target
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "enumerate"
+        and len(it.args) == 1
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+    ):
+        it, target = it.args[0], target.elts[1]
+    if isinstance(it, ast.Name) and isinstance(target, ast.Name):
+        return target.id, it.id
+    return None
+
+
+def _rebound_in(body: list[ast.stmt]) -> set[str]:
+    """The names ``body`` binds to new values (not in-place writes: ``x += v``
+    and ``x[i] = v`` keep the array)."""
+    names: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+                targets = [node.target]
+            elif isinstance(node, ast.For):
+                targets = [node.target]
+            elif isinstance(node, ast.Delete):
+                targets = list(node.targets)
+            while targets:
+                t = targets.pop()
+                if isinstance(t, ast.Name):
+                    names.add(t.id)
+                elif isinstance(t, (ast.Tuple, ast.List)):
+                    targets.extend(t.elts)
+                elif isinstance(t, ast.Starred):
+                    targets.append(t.value)
+    return names
 
 
 def _leaves(value: Value) -> list[Node] | None:
@@ -178,6 +229,8 @@ class LoopLowering:
     appending_loop: Callable[..., bool]
     #: the loop bodies being lowered: (their frame's index, their capture)
     captures: list[tuple[int, Callable[..., Value]]]
+    note_rows: Callable[..., None]
+    _derive: Callable[..., Node]
 
     # -- for ------------------------------------------------------------------------
     def _stmt_For(self, stmt: ast.For) -> None:
@@ -205,9 +258,12 @@ class LoopLowering:
             self._unrolled(stmt, source.items)
             return
         target = stmt.target
+        rows = _row_target(stmt)
 
         def bind(k: Node, capture: Callable[[Value], Value]) -> None:
             self.assign(target, source.item(k, capture))
+            if rows is not None:  # `for row in Y`: row k of Y, which it shares
+                self.note_rows([rows[0]], rows[1], [k])
 
         self._with_else(
             stmt,
@@ -371,6 +427,9 @@ class LoopLowering:
                 return self._reversed(it, unroll)
         value = self.expr(it)
         if value is self.poison:
+            return None
+        if isinstance(value, Masked):
+            self.error(it, refusal("a loop over").message, HINT)
             return None
         if isinstance(value, tuple):
             return Source(B.constant(len(value)), lambda k, c: self.poison, list(value))
@@ -597,12 +656,24 @@ class LoopLowering:
         frame = self.frame
         env0 = frame.env
         assigned = _local_names_of(stmt.body) - private
+        # arrays written through the views of them (`for row in Y: row /= s`)
+        through = bases_written([stmt], env0) - private
+        assigned |= {name for name in through if name in env0}
         targets = _local_names_of([stmt.target]) if isinstance(stmt, ast.For) else set()  # type: ignore[list-item]
         targets -= private
         state_names = []
         for name in sorted(assigned - targets):
             value = env0.get(name)
             if value is None or isinstance(value, (Static, Undefined)):
+                continue
+            if has_masked(value):
+                self.error(
+                    stmt,
+                    f"`{name}` holds a boolean-mask selection (`x[mask]`) that this "
+                    "loop assigns: its length depends on the values",
+                    HINT,
+                )
+                frame.env[name] = self.poison
                 continue
             leaves = _leaves(value)
             if leaves is None or any(v is self.poison for v in leaves):
@@ -714,6 +785,25 @@ class LoopLowering:
         # they leave with it, so no value of the body leaks outside.
         for name in (assigned | targets) - set(state_names):
             frame.env.pop(name, None)
+        self._views_after_loop(stmt, set(state_names))
+
+    def _views_after_loop(self, stmt: ast.For | ast.While, state: set[str]) -> None:
+        """The views made before a loop, after it: one that the body rebinds, or
+        whose array it rebinds, may or may not share it now; one whose array
+        the body wrote into (not itself state) reads it again."""
+        env = self.frame.env
+        rebound = _rebound_in(stmt.body)
+        for key in [k for k in env if is_view_key(k)]:
+            name = key[: -len("\0view")]
+            view = view_in(env, name)
+            if view is None or view is AMBIGUOUS:
+                continue
+            if name in rebound or view.base in rebound:
+                env[key] = Static(AMBIGUOUS)
+            elif view.base in state and name not in state:
+                base, old = env.get(view.base), env.get(name)
+                if isinstance(base, Node) and isinstance(old, Node):
+                    env[name] = self._derive(view, base, old)
 
     def _lower_body(
         self,
@@ -743,6 +833,10 @@ class LoopLowering:
         def capture(value: Value, name: str = "") -> Value:
             if isinstance(value, tuple):
                 return tuple(capture(v, name) for v in value)
+            if isinstance(value, Masked):  # x[mask] read in the body
+                return Masked(capture(value.data, name), capture(value.mask))
+            if isinstance(value, Static) and isinstance(value.obj, View):
+                return Static(value.obj.map_nodes(capture))  # its index's nodes
             name = (
                 name or self.hints.get(value, "c") if isinstance(value, Node) else name
             )

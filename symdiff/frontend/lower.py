@@ -40,12 +40,14 @@ from symdiff.frontend.values import (
     STATIC,
     TREE,
     LocalFunction,
+    Masked,
     Static,
     Undefined,
     Value,
     static_value,
     tree_structure,
 )
+from symdiff.frontend.views import ViewLowering
 from symdiff.ir import build as B
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
@@ -205,7 +207,11 @@ def equal_axes(checks: tuple[S.Check, ...]) -> dict[S.Atom, S.Dim]:
 
 
 class Lowerer(
-    ExpressionLowering, ComprehensionLowering, LoopLowering, StatementLowering
+    ExpressionLowering,
+    ComprehensionLowering,
+    LoopLowering,
+    StatementLowering,
+    ViewLowering,
 ):
     """Lowers one top-level function (and the helpers it calls) to a ``Traced``."""
 
@@ -922,7 +928,7 @@ def _written_into(tree: ast.FunctionDef) -> list[str]:
 
 
 def _is_value(obj: object) -> bool:
-    return isinstance(obj, (Node, tuple, Static, Undefined))
+    return isinstance(obj, (Node, tuple, Static, Undefined, Masked))
 
 
 def trace(fn: types.FunctionType, dtypes: tuple[str, ...]) -> Traced:

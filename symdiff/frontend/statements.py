@@ -22,7 +22,9 @@ import numpy as np
 from symdiff.errors import SymdiffWarning
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.expressions import BINOPS, python_value
-from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
+from symdiff.frontend.masks import HINT, has_masked, refusal
+from symdiff.frontend.values import LocalFunction, Masked, Static, Undefined, Value
+from symdiff.frontend.views import after_if, forget, index_view, is_view_key
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import shapes as S
@@ -78,6 +80,28 @@ _QUIET_MANAGERS = (np.errstate, warnings.catch_warnings)
 _LOGGERS = (logging.Logger, logging.LoggerAdapter)
 #: The warnings about skipped calls already given: file, line, message.
 _WARNED: set[tuple[str, int, str]] = set()
+
+
+def _masked_update(base: Node, key: Value, value: Masked, mode: AR.MaskMode) -> Node:
+    """``y[mask] = f(x[mask])`` (``+=``, ``*=``...): ``value``'s data where
+    ``mask`` holds, ``base`` elsewhere; the selection must use the same mask."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    if not any(AR.is_array_index(i) for i in items):
+        raise AR.Unsupported(
+            "a boolean-mask selection (`x[mask]`) is assigned to positions other "
+            "than the mask's: its length depends on the values",
+            "assign it with the same mask (y[mask] = x[mask]), or write the whole "
+            "array: y = np.where(mask, x, y)",
+        )
+    mask, before, _ = AR.mask_axes(base, items)
+    if mask is not value.mask or before:
+        raise AR.Unsupported(
+            "element assignment with a boolean mask: the assigned selection uses "
+            "another mask, so its elements do not pair up with the masked ones",
+            "select both sides with one mask: y[m] = np.log(x[m])",
+        )
+    return AR.advanced_update(base, key, value.data, mode, aligned=True)
+
 
 #: What to write instead of a list whose length is known only at run time.
 LIST_HINT = "preallocate the array, `out = np.zeros(n)`, and assign `out[i] = v`"
@@ -145,6 +169,9 @@ class StatementLowering:
     local_function: Callable[..., Value]
     escaping: Callable[..., bool]
     diagnostic: Callable[..., Diagnostic]
+    note_view: Callable[..., None]
+    note_rows: Callable[..., None]
+    wrote_in_place: Callable[..., None]
 
     def block(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
@@ -174,6 +201,7 @@ class StatementLowering:
         if isinstance(target, ast.Name):
             if isinstance(value, Node) and value.op not in ("param", "const"):
                 self.hints.setdefault(value, target.id)
+            forget(self.frame, target.id)  # a new array: no longer a view
             self.frame.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)) and any(
             isinstance(e, ast.Starred) for e in target.elts
@@ -199,7 +227,7 @@ class StatementLowering:
                 value = (self.poison,) * len(target.elts)
             for elt, item in zip(target.elts, value, strict=True):
                 self.assign(elt, item)
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        elif isinstance(target, ast.Subscript) and _rooted(target):
             self.set_item(target, value, "set")
         else:
             what = {
@@ -276,11 +304,25 @@ class StatementLowering:
         return tuple(A.take(value, spec, (B.constant(j),)) for j in range(count))
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
-        if len(stmt.targets) == 1 and self._masked_copy(stmt.targets[0], stmt.value):
-            return
         value = self.expr(stmt.value)
         for target in stmt.targets:
             self.assign(target, value)
+        (target, *_) = stmt.targets
+        if len(stmt.targets) > 1 or value is self.poison:
+            return
+        if isinstance(target, ast.Name):
+            self.note_view(target.id, stmt.value, value)
+        elif (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(stmt.value, ast.Name)
+            and all(isinstance(e, ast.Name) for e in target.elts)
+            and isinstance(value, Node)
+            and len(value.shape) > 1
+        ):
+            # a, b = Y: rows of Y, which they share
+            names = [e.id for e in target.elts]  # type: ignore[attr-defined]
+            rows = [B.constant(j) for j in range(len(names))]
+            self.note_rows(names, stmt.value.id, rows)
 
     def _stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
         if stmt.value is not None:
@@ -291,9 +333,12 @@ class StatementLowering:
         target: ast.Subscript,
         value: Value,
         mode: AR.MaskMode,
-        aligned: bool = False,
     ) -> None:
-        """``x[key] = value`` (or ``+=``): ``x`` is rebound to the updated array."""
+        """``x[key] = value`` (or ``+=``): ``x`` is rebound to the updated array
+        (and the arrays that share it, :mod:`symdiff.frontend.views`, see it)."""
+        if isinstance(target.value, ast.Subscript):
+            self._set_chained(target, value, mode)
+            return
         name = target.value.id  # type: ignore[attr-defined]
         base = self.expr(target.value)
         key = self.expr(target.slice)
@@ -308,7 +353,7 @@ class StatementLowering:
                 "create it first, e.g. `out = np.zeros(n)`",
             )
             return
-        if not isinstance(value, Node):
+        if not isinstance(value, (Node, Masked)):
             self.error(
                 target,
                 "the assigned value must be a number or an array",
@@ -316,17 +361,67 @@ class StatementLowering:
             )
             return
         try:
-            key = AR.windows(key)  # out[i:i + 3] = v: at the window's positions
-            items = list(key) if isinstance(key, tuple) else [key]
-            if any(AR.is_array_index(i) for i in items):
-                updated = AR.advanced_update(base, key, value, mode, aligned)
-            else:
-                updated = self._basic_update(base, key, value, mode)
+            updated = self.updated(base, key, value, mode)
         except (AR.Unsupported, S.ShapeMismatch) as exc:
             self.error(target, exc.args[0], getattr(exc, "hint", ""))
             return
         self.hints.setdefault(updated, name)
         self.frame.env[name] = updated
+        self.wrote_in_place(name, target)
+
+    def updated(
+        self, base: Node, key: Value, value: Node | Masked, mode: AR.MaskMode
+    ) -> Node:
+        """``base`` after ``base[key] = value`` (``mode``: "set", "add" or an
+        operation); raises ``Unsupported`` or ``ShapeMismatch``."""
+        if isinstance(value, Masked):
+            # y[mask] = np.log(x[mask]): the selection's data where the mask holds
+            return _masked_update(base, key, value, mode)
+        key = AR.windows(key)  # out[i:i + 3] = v: at the window's positions
+        items = list(key) if isinstance(key, tuple) else [key]
+        if any(AR.is_array_index(i) for i in items):
+            return AR.advanced_update(base, key, value, mode)
+        return self._basic_update(base, key, value, mode)  # type: ignore[arg-type]
+
+    def _set_chained(
+        self, target: ast.Subscript, value: Value, mode: AR.MaskMode
+    ) -> None:
+        """``M[i][j] = v``: ``M[i]`` is a view of ``M`` (basic indexing), so the
+        write reaches ``M``, as ``M[i, j] = v`` would."""
+        inner = target.value
+        assert isinstance(inner, ast.Subscript)
+        root = inner
+        while isinstance(root, ast.Subscript):
+            root = root.value  # type: ignore[assignment]
+        part = self.expr(inner)
+        key = self.expr(target.slice)
+        if any(v is self.poison for v in (part, key, value)):
+            return
+        outer_key = self.expr(inner.slice)
+        if isinstance(inner.slice, ast.List):
+            outer_key = (outer_key,)  # M[[0, 2]]: positions, a copy in NumPy
+        if not (
+            isinstance(root, ast.Name)
+            and isinstance(part, Node)
+            and part.shape
+            and isinstance(value, (Node, Masked))
+            and index_view(root.id, outer_key, part) is not None
+        ):
+            self.error(
+                target,
+                "element assignment into an indexed array is supported where the "
+                "index makes a view (integers and slices)",
+                "index once: `M[i, j] = v`",
+            )
+            return
+        if isinstance(target.slice, ast.List):
+            key = (key,)
+        try:
+            part = self.updated(part, key, value, mode)
+        except (AR.Unsupported, S.ShapeMismatch) as exc:
+            self.error(target, exc.args[0], getattr(exc, "hint", ""))
+            return
+        self.set_item(inner, part, "set")
 
     def _basic_update(self, base: Node, key: Value, value: Node, mode: str) -> Node:
         """``base`` with ``base[key] = value`` for integers (run-time ones too)
@@ -346,8 +441,7 @@ class StatementLowering:
             and isinstance(target.value, ast.Name)
             and isinstance(stmt.op, ast.Add)
         ):
-            if not self._masked_copy(target, stmt.value, "add"):
-                self.set_item(target, self.expr(stmt.value), "add")
+            self.set_item(target, self.expr(stmt.value), "add")
             return
         if (
             isinstance(target, ast.Subscript)
@@ -357,38 +451,43 @@ class StatementLowering:
         ):
             # y[mask] *= v: reading y[mask] alone would be refused (its length
             # depends on the values); the update keeps y's shape
-            op = BINOPS[type(stmt.op)]
-            if not self._masked_copy(target, stmt.value, op):
-                self.set_item(target, self.expr(stmt.value), op)
+            self.set_item(target, self.expr(stmt.value), BINOPS[type(stmt.op)])
             return
         as_load = ast.copy_location(
             ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value), stmt
         )
         ast.fix_missing_locations(as_load)
-        self.assign(stmt.target, self.expr(as_load))
+        before = self.frame.env.get(target.id) if isinstance(target, ast.Name) else None
+        value = self.expr(as_load)
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(before, Node)
+            and before.shape
+            and isinstance(value, Node)
+        ):
+            # `row /= s` of an array writes into it: what shares it sees the change
+            if value.shape != before.shape:
+                self.error(
+                    stmt,
+                    f"`{target.id}` {_AUG_SYMBOLS.get(type(stmt.op), '')}= ... "
+                    "writes into the array in place, so it cannot change its shape "
+                    f"from {S.format_shape(before.shape)} to "
+                    f"{S.format_shape(value.shape)}",
+                    f"write `{target.id} = {target.id} "
+                    f"{_AUG_SYMBOLS.get(type(stmt.op), '+')} ...` for a new array",
+                )
+                return
+            self.hints.setdefault(value, target.id)
+            self.frame.env[target.id] = value
+            self.wrote_in_place(target.id, stmt)
+            return
+        self.assign(stmt.target, value)
 
     def _is_masked(self, target: ast.Subscript) -> bool:
         """Whether ``target`` is ``y[mask]`` (a boolean array among its indices)."""
         key = self.expr(target.slice)
         items = key if isinstance(key, tuple) else (key,)
         return any(isinstance(i, Node) and i.shape and i.dtype == "bool" for i in items)
-
-    def _masked_copy(
-        self, target: ast.expr, value: ast.expr, mode: AR.MaskMode = "set"
-    ) -> bool:
-        """``y[mask] = v[mask]`` (the same index written on both sides; or
-        ``+=``, ``*=``...): ``v`` where the mask holds, as ``np.where(mask, v,
-        y)``.  False, doing nothing, for any other statement."""
-        if not (
-            isinstance(target, ast.Subscript)
-            and isinstance(target.value, ast.Name)
-            and isinstance(value, ast.Subscript)
-            and ast.dump(target.slice) == ast.dump(value.slice)
-            and self._is_masked(target)
-        ):
-            return False
-        self.set_item(target, self.expr(value.value), mode, aligned=True)
-        return True
 
     def _stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         """A local function: inlined at each call (``Lowerer.inline_local``)."""
@@ -432,6 +531,9 @@ class StatementLowering:
             value = self.expr(stmt.value)
             if self.escaping(stmt.value, value, "returned"):
                 value = self.poison
+            elif self.frame is self.frames[0] and has_masked(value):
+                message = refusal("returning").message
+                value = self.error(stmt.value, message, HINT)
         self.frame.returns.append((self.frame.live, value))
         self.frame.live = B.FALSE
 
@@ -547,6 +649,9 @@ class StatementLowering:
         if not all(isinstance(t, ast.Name) for t in stmt.targets):
             what, hint = UNSUPPORTED_STATEMENTS[ast.Delete]
             self.error(stmt, what, hint)
+            return
+        for t in stmt.targets:
+            forget(self.frame, t.id)  # type: ignore[attr-defined]
 
     def _user_function(self, func: ast.expr) -> bool:
         """Whether ``func`` names one of the user's own Python functions (a
@@ -721,6 +826,9 @@ class StatementLowering:
             return
         frame.env = {}
         for name in env_then.keys() | env_else.keys():
+            if is_view_key(name):  # what a name views, after the `if`
+                frame.env[name] = after_if(env_then.get(name), env_else.get(name))
+                continue
             a = env_then.get(name, Undefined(name, stmt.lineno))
             b = env_else.get(name, Undefined(name, stmt.lineno))
             merged = a if a is b else self.merge(stmt, cond, a, b)
@@ -731,6 +839,26 @@ class StatementLowering:
             live0, cond
         ) and live_else is B.logical_and(live0, B.logical_not(cond))
         frame.live = live0 if untouched else B.logical_or(live_then, live_else)
+
+
+#: The operator of an augmented assignment, as written.
+_AUG_SYMBOLS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+}
+
+
+def _rooted(target: ast.Subscript) -> bool:
+    """``x[k]`` or ``M[i][j]``: subscripts of a name."""
+    root: ast.expr = target
+    while isinstance(root, ast.Subscript):
+        root = root.value
+    return isinstance(root, ast.Name)
 
 
 def _as_load(target: ast.expr) -> ast.expr:

@@ -46,7 +46,36 @@ class LocalFunction:
     defaults: str = ""  # the name of the frame variable holding the defaults
 
 
-Value = Node | tuple["Value", ...] | Static | Undefined
+@dataclass(frozen=True)
+class Masked:
+    """``x[mask]``, a boolean-mask selection (:mod:`symdiff.frontend.masks`):
+    ``data``, the whole array, of the mask's shape on its first axes, and
+    ``mask``.  The selection's first axis stands for the mask's axes; its other
+    axes are ``data``'s after them."""
+
+    data: Node
+    mask: Node
+
+    @property
+    def covered(self) -> int:
+        """How many axes of ``data`` the mask covers."""
+        return len(self.mask.shape)
+
+    @property
+    def rank(self) -> int:
+        """The dimension of the selection (NumPy's ``x[mask].ndim``)."""
+        return 1 + len(self.data.shape) - self.covered
+
+
+@dataclass(frozen=True)
+class MaskedMethod:
+    """``x[mask].sum`` and the other reductions, as methods."""
+
+    selection: Masked
+    name: str
+
+
+Value = Node | tuple["Value", ...] | Static | Undefined | Masked
 
 
 # -- arguments that are Python objects, not numbers ------------------------------------

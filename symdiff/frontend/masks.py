@@ -1,0 +1,446 @@
+"""Boolean-mask selections, ``x[mask]``: element-wise arithmetic, reductions and
+``y[mask] = ...``.
+
+NumPy's ``x[mask]`` is a 1-D array of the selected elements, so its length
+depends on the values.  symdiff keeps the whole array and the mask instead
+(:class:`Masked`): element-wise operations apply to every element and keep the
+mask; a reduction takes the selected elements only (through a select, so the
+others reach neither the result nor its derivative: an ``np.log(x[x > 0])``
+has no NaN from the rest); ``y[mask] = expr`` writes where the mask holds.
+What needs the selected elements' positions (indexing the selection, returning
+it, a loop over it, a product of two selections) is reported, with what to
+write instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import types
+from collections.abc import Callable
+
+import numpy as np
+
+from symdiff.frontend import arrays as AR
+from symdiff.frontend import more_numpy as MN
+from symdiff.frontend.arrays import SliceValue, Unsupported, axes_arg, flag
+from symdiff.frontend.values import LocalFunction, Masked, MaskedMethod, Static, Value
+from symdiff.ir import arrays as A
+from symdiff.ir import build as B
+from symdiff.ir import shapes as S
+from symdiff.ir.node import Node, constant
+
+#: What to write instead, for any use of a selection that is not supported.
+HINT = (
+    "keep the shape and let the mask pick: np.where(mask, x, 0.0), or reduce "
+    "the selection (np.sum(x[mask]), x[mask].mean())"
+)
+
+
+def has_masked(value: Value | Masked) -> bool:
+    """Whether ``value`` is a selection or a tuple holding one."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Masked) or (
+            isinstance(item, Static) and isinstance(item.obj, MaskedMethod)
+        ):
+            return True
+        if isinstance(item, tuple):
+            stack.extend(item)
+    return False
+
+
+def refusal(what: str) -> Unsupported:
+    """``what`` (``"returning"``, ``"`np.sort` of"``) a selection: reported."""
+    return Unsupported(
+        f"{what} a boolean-mask selection (`x[mask]`) is not supported: its "
+        "length depends on the values",
+        HINT,
+    )
+
+
+def _mask_where(sel: Masked) -> Node:
+    """The mask as a bool array that broadcasts against ``sel.data``."""
+    extra = len(sel.data.shape) - sel.covered
+    return A.reshape(B.truth(sel.mask), (*sel.mask.shape, *(1,) * extra))
+
+
+def _same_mask(selections: list[Masked]) -> Node:
+    mask = selections[0].mask
+    if any(s.mask is not mask for s in selections[1:]):
+        raise Unsupported(
+            "two boolean-mask selections with different masks are combined: "
+            "their elements do not pair up",
+            "select with one mask: m = (x > 0) & (y > 0); then x[m] and y[m]",
+        )
+    return mask
+
+
+def _operand(value: Value | Masked, sel: Masked, what: str) -> Value:
+    """``value`` where it meets the selection ``sel`` element-wise: a selection
+    is its data; a number stays; an array must not have an axis along the
+    selected elements (NumPy would pair it with them by position)."""
+    if isinstance(value, Masked):
+        return value.data
+    if isinstance(value, Node):
+        trailing = sel.rank - 1
+        rank = len(value.shape)
+        if rank <= trailing:
+            return value
+        if rank == sel.rank and value.shape[0] == 1:
+            return A.reshape(value, value.shape[1:])
+        raise Unsupported(
+            f"{what}: an array is combined with a boolean-mask selection "
+            "(`x[mask]`), whose elements it does not pair up with",
+            "select it with the same mask (y[mask]), or keep the whole arrays: "
+            "np.where(mask, x + y, 0.0)",
+        )
+    if has_masked(value):
+        raise refusal("a tuple holding")
+    return value
+
+
+def _wrap(result: Value, mask: Node) -> Value:
+    """An element-wise result: the selection of ``result`` by ``mask``."""
+    if not (isinstance(result, Node) and len(result.shape) >= len(mask.shape)):
+        raise refusal("this use of")
+    for d, m in zip(result.shape, mask.shape, strict=False):
+        S.unify(d, m, "boolean index did not match the indexed array")
+    return Masked(result, mask)
+
+
+def select(x: Node, items: list[Value]) -> Masked | None:
+    """``x[mask]``, ``X[mask, 0]``, ``X[mask, 1:]``: the selection, or None where
+    no index is a boolean array.  The mask comes first (``X[:, mask]`` is
+    reported); what follows it indexes each selected element."""
+    flags = [isinstance(i, Node) and bool(i.shape) and i.dtype == "bool" for i in items]
+    if not any(flags):
+        return None
+    if not flags[0] or any(flags[1:]):
+        raise Unsupported(
+            "a boolean mask is supported as the first index only (`x[mask]`, "
+            "`X[mask, 0]`)",
+            "transpose first, or combine the conditions into one mask: "
+            "X.T[mask], x[(x > 0) & (y > 0)]",
+        )
+    mask = items[0]
+    assert isinstance(mask, Node)
+    data = x
+    rest = items[1:]
+    if rest:
+        full = Static(SliceValue(None, None, None))
+        data = AR.index(x, (*(full,) * len(mask.shape), *rest))
+    mask, _, _ = AR.mask_axes(data, [mask], "indexing")
+    return Masked(data, mask)
+
+
+# -- expressions that meet a selection ------------------------------------------------
+Handler = Callable[[ast.expr, list[Value], bool], Value]
+
+
+def combine(
+    node: ast.expr,
+    values: list[Value | Masked],
+    test: bool,
+    handlers: dict[str, Handler],
+) -> Value | Masked:
+    """Lower ``node`` whose operands ``values`` include a selection: element-wise
+    operations through ``handlers`` (the lowerer's own, by node kind) on the
+    selections' data, reductions here.  Raises :class:`Unsupported` otherwise."""
+    sels = [v for v in values if isinstance(v, Masked)]
+    if isinstance(node, ast.Attribute):
+        return _attribute(sels[0], node.attr)
+    if isinstance(node, ast.Subscript):
+        return _subselect(values)
+    if isinstance(node, ast.Call):
+        return _call(node, values, test, handlers["Call"])
+    if not sels or not isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+        raise refusal(_WHAT.get(type(node), "this use of"))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        raise refusal("`not` of")
+    mask = _same_mask(sels)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return _dot(values, "`@` of")
+    operands = [_operand(v, sels[0], "in this expression") for v in values]
+    return _wrap(handlers[type(node).__name__](node, operands, test), mask)
+
+
+_WHAT = {
+    ast.Subscript: "indexing",
+    ast.IfExp: "a conditional expression choosing",
+    ast.BoolOp: "`and`/`or` of",
+    ast.Starred: "unpacking",
+}
+
+
+def _subselect(values: list[Value]) -> Masked:
+    """``v[v > 1]`` of a selection ``v = x[x > 0]``: the elements both masks
+    select."""
+    base, index = values
+    if not (
+        isinstance(base, Masked)
+        and isinstance(index, Masked)
+        and index.data.dtype == "bool"
+        and index.data.shape == base.mask.shape
+    ):
+        raise refusal("indexing")
+    _same_mask([base, index])
+    return Masked(base.data, B.logical_and(B.truth(base.mask), index.data))
+
+
+def _dot(values: list[Value], what: str) -> Node | Masked:
+    """``x[m] @ y[m]``, ``np.dot(x[m], y[m])``: the sum of the selected products
+    (two vectors selected by one mask); ``X[m] @ w``: each selected row's."""
+    a, b = values[-2:]
+    if (
+        isinstance(a, Masked)
+        and isinstance(b, Node)
+        and a.rank == 2
+        and len(a.data.shape) == 2
+        and len(b.shape) in (1, 2)
+    ):
+        # the selected rows times a matrix or vector: row by row
+        return Masked(A.dot(a.data, b), a.mask)
+    if not (
+        isinstance(a, Masked)
+        and isinstance(b, Masked)
+        and a.rank == b.rank == 1
+        and len(values) in (2, 3)
+    ):
+        raise refusal(what)
+    _same_mask([a, b])
+    where = _mask_where(a)
+    product = B.mul(B.to_float(a.data), B.to_float(b.data))
+    axes = tuple(range(a.covered))
+    return A.reduce("sum", B.select(where, product, B.ZERO), axes)
+
+
+def _attribute(sel: Masked, name: str) -> Value | Masked:
+    if name in _REDUCTIONS:
+        return Static(MaskedMethod(sel, name))
+    if name == "size":
+        return _count(sel, None)
+    if name == "shape":
+        return (_count(sel, 0), *(A.dim(d) for d in sel.data.shape[sel.covered :]))
+    if name == "ndim":
+        return constant(sel.rank)
+    raise refusal(f"`.{name}` of")
+
+
+def _call(
+    node: ast.Call, values: list[Value | Masked], test: bool, call: Handler
+) -> Value | Masked:
+    callee, rest = values[0], values[1:]
+    if not isinstance(callee, Static):
+        raise refusal("calling")
+    obj = callee.obj
+    n = len(node.args)
+    args, kwargs = (
+        rest[:n],
+        dict(zip((k.arg for k in node.keywords), rest[n:], strict=True)),
+    )
+    if None in kwargs:
+        raise refusal("`**` unpacking with")
+    if _users_own(obj):  # a helper: inlined, its body meets the selection
+        return call(node, values, test)
+    if obj in (np.dot, np.inner, np.vdot, np.matmul) and not kwargs:
+        return _dot(values, f"`{ast.unparse(node.func)}` of")
+    if isinstance(obj, MaskedMethod):
+        return _reduce(obj.name, obj.selection, args, kwargs)  # type: ignore[arg-type]
+    name = _FUNCTIONS.get(obj)  # type: ignore[call-overload]
+    if name is not None:
+        if not args or not isinstance(args[0], Masked):
+            raise refusal(f"`{ast.unparse(node.func)}` with")
+        return _reduce(name, args[0], args[1:], kwargs)  # type: ignore[arg-type]
+    name = _BUILTINS.get(obj)  # type: ignore[call-overload]
+    if name is not None and len(args) == 1 and not kwargs:
+        # Python's sum/max/min iterate over the selection's first axis
+        (sel,) = args
+        if isinstance(sel, Masked):
+            return _reduce(name, sel, [constant(0)], {})
+    if obj is builtins.len and len(args) == 1 and not kwargs:
+        (sel,) = args
+        if isinstance(sel, Masked):
+            return _count(sel, 0)
+    if isinstance(obj, np.ufunc) or obj in _ELEMENTWISE:
+        sels = [v for v in rest if isinstance(v, Masked)]
+        mask = _same_mask(sels)
+        what = f"in `{ast.unparse(node.func)}`"
+        operands = [_operand(v, sels[0], what) for v in rest]
+        return _wrap(call(node, [callee, *operands], test), mask)
+    raise refusal(f"`{ast.unparse(node.func)}` of")
+
+
+def _users_own(obj: object) -> bool:
+    """A function the lowering inlines: the user's helper or local function."""
+    if isinstance(obj, types.MethodType):
+        obj = obj.__func__
+    if isinstance(obj, LocalFunction):
+        return True
+    module = getattr(obj, "__module__", None) or ""
+    return isinstance(obj, types.FunctionType) and not module.startswith(
+        ("numpy", "scipy", "math", "symdiff")
+    )
+
+
+#: Element-wise functions that are not ufuncs (``np.abs`` and the rest are).
+_ELEMENTWISE: tuple[object, ...] = (
+    np.where,
+    np.clip,
+    builtins.abs,
+    builtins.float,
+    np.nan_to_num,
+)
+
+
+# -- reductions ------------------------------------------------------------------------
+def _count(sel: Masked, axis: int | None) -> Node:
+    """How many elements the selection has (``axis`` 0: along its first axis, an
+    int; None: all of them, ``.size``)."""
+    selected = A.reduce("sum", B.to_int(B.truth(sel.mask)), tuple(range(sel.covered)))
+    if axis == 0:
+        return selected
+    rest = S.product(sel.data.shape[sel.covered :])
+    return B.mul(selected, A.dim(rest)) if rest != 1 else selected
+
+
+def _reduce(
+    name: str, sel: Masked, args: list[Value], kwargs: dict[str, Value]
+) -> Value | Masked:
+    """``np.sum(x[mask])``, ``x[mask].mean(axis=0)``...: over the selected
+    elements only."""
+    options = dict(zip(_POSITIONAL[name], args, strict=False))
+    if len(args) > len(_POSITIONAL[name]) or set(options) & set(kwargs):
+        raise Unsupported(f"bad call of `{name}` of a boolean-mask selection")
+    options.update(kwargs)
+    unknown = set(options) - {"axis", "keepdims", "ddof", "ord"}
+    if unknown:
+        raise Unsupported(
+            f"`{name}` of a boolean-mask selection: `{sorted(unknown)[0]}` is not "
+            "supported",
+            "leave it out",
+        )
+    if flag(options.get("keepdims"), "keepdims"):
+        raise Unsupported(
+            f"`{name}` of a boolean-mask selection: `keepdims` is not supported",
+            "leave it out: the selection's first axis has no length to keep",
+        )
+    if name == "norm" and not MN._none(options.get("ord")):
+        raise Unsupported(
+            "np.linalg.norm of a boolean-mask selection: only the 2-norm",
+            "leave `ord` out, or write the norm out: np.sum(np.abs(x[mask]))",
+        )
+    axes = axes_arg(options.get("axis"), sel.rank)
+    data_axes = tuple(
+        a
+        for k in axes
+        for a in (range(sel.covered) if k == 0 else [k - 1 + sel.covered])
+    )
+    if 0 not in axes:  # along the other axes: one result per selected element
+        return Masked(_whole(name, sel.data, data_axes, options), sel.mask)
+    x = sel.data if sel.data.dtype != "bool" else B.to_int(sel.data)
+    where = _mask_where(sel)
+    if name in _FILLS:
+        fill = _FILLS[name](x.dtype)
+        return A.reduce(_OPS.get(name, name), B.select(where, x, fill), data_axes)
+    count = B.to_float(
+        A.reduce("sum", B.to_int(B.broadcast_to(where, x.shape)), data_axes)
+    )
+    x = B.to_float(x)
+    total = A.reduce("sum", B.select(where, x, B.ZERO), data_axes)
+    if name == "mean":
+        return B.div(total, count)
+    if name == "norm":
+        return B.apply(
+            "sqrt", A.reduce("sum", B.select(where, B.mul(x, x), B.ZERO), data_axes)
+        )
+    # var and std: squared deviations from the selection's mean, two passes
+    centred = B.sub(x, B.div(_keep(total, data_axes, x), _keep(count, data_axes, x)))
+    squares = A.reduce(
+        "sum", B.select(where, B.mul(centred, centred), B.ZERO), data_axes
+    )
+    ddof = options.get("ddof")
+    if not MN._none(ddof):
+        if not isinstance(ddof, Node) or ddof.shape:
+            raise Unsupported("`ddof` must be a number")
+        count = B.apply("max", B.sub(count, B.to_float(ddof)), B.ZERO)
+    var = B.div(squares, count)
+    return var if name == "var" else B.apply("sqrt", var)
+
+
+def _keep(reduced: Node, axes: tuple[int, ...], like: Node) -> Node:
+    """A reduction over ``axes`` given back its axes, of length 1."""
+    return A.reshape(reduced, A.keepdims_shape(like.shape, axes))
+
+
+def _whole(
+    name: str, x: Node, axes: tuple[int, ...], options: dict[str, Value]
+) -> Node:
+    """A reduction over axes the mask does not cover: of every element."""
+    if name in ("sum", "prod", "max", "min"):
+        return A.reduce(_OPS.get(name, name), x, axes)
+    if name == "mean":
+        return A.mean(x, axes)
+    if name == "norm":
+        return B.apply("sqrt", A.reduce("sum", B.mul(x, x), axes))
+    ddof = options.get("ddof")
+    var = A.variance(x, axes, 0 if MN._none(ddof) else _int(ddof))
+    return var if name == "var" else B.apply("sqrt", var)
+
+
+def _int(value: Value) -> int:
+    if isinstance(value, Node) and value.op == "const" and value.dtype == "int64":
+        return int(value.value)
+    raise Unsupported("`ddof` must be a constant int here", "write it as a number")
+
+
+def _extreme(sign: float) -> Callable[[str], Node]:
+    def fill(dtype: str) -> Node:
+        if dtype == "int64":
+            info = np.iinfo(np.int64)
+            return constant(int(info.min if sign < 0 else info.max))
+        return constant(sign * math.inf)
+
+    return fill
+
+
+#: Reductions that fill the unselected elements with their identity.  An empty
+#: selection gives that identity: -inf for max, where NumPy raises.
+_FILLS: dict[str, Callable[[str], Node]] = {
+    "sum": lambda dtype: constant(0) if dtype == "int64" else B.ZERO,
+    "prod": lambda dtype: constant(1) if dtype == "int64" else B.ONE,
+    "max": _extreme(-1.0),
+    "min": _extreme(1.0),
+}
+_OPS = {"max": "amax", "min": "amin"}
+#: The reductions, as methods and their positional parameters (NumPy's order).
+_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std")
+_POSITIONAL: dict[str, tuple[str, ...]] = {
+    "sum": ("axis",),
+    "mean": ("axis",),
+    "max": ("axis",),
+    "min": ("axis",),
+    "prod": ("axis",),
+    "var": ("axis",),
+    "std": ("axis",),
+    "norm": ("ord", "axis"),
+}
+_FUNCTIONS: dict[object, str] = {
+    np.sum: "sum",
+    np.mean: "mean",
+    np.max: "max",
+    np.amax: "max",
+    np.min: "min",
+    np.amin: "min",
+    np.prod: "prod",
+    np.var: "var",
+    np.std: "std",
+    np.linalg.norm: "norm",
+}
+_BUILTINS: dict[object, str] = {
+    builtins.sum: "sum",
+    builtins.max: "max",
+    builtins.min: "min",
+}
