@@ -176,10 +176,12 @@ Path = tuple[tuple[Node, bool], ...]
 
 def _merge_complements(groups: dict[Path, Node]) -> dict[Path, Node]:
     """Join the terms of two paths that differ in one guard only, ``(c, taken)``
-    and ``(c, not taken)``, and carry the same value: ``select(c, g, 0) +
-    select(c, 0, g)`` is ``g`` under the rest of the path.  Without this an
-    ``if`` in each of n unrolled iterations (``if x[j] >= 0: s += ...``) splits
-    the adjoint of ``s`` into 2**n terms, one per combination of branches."""
+    and ``(c, not taken)``: ``select(c, g, 0) + select(c, 0, g)`` is ``g`` under
+    the rest of the path, and ``select(c, a, 0) + select(c, 0, b)`` is
+    ``select(c, a, b)``.  Without this an ``if`` in each of n unrolled
+    iterations (``if x[j] >= 0: s += ...``, ``if s > c: s = s * 0.5 else: s = s
+    * s``) splits the adjoint of ``s`` into 2**n terms, one per combination of
+    branches."""
     merged = True
     while merged and len(groups) > 1:
         merged = False
@@ -188,10 +190,18 @@ def _merge_complements(groups: dict[Path, Node]) -> dict[Path, Node]:
                 continue
             for k, (cond, taken) in enumerate(path):
                 other = (*path[:k], (cond, not taken), *path[k + 1 :])
-                if groups.get(other) is not groups[path]:
+                if other not in groups:
                     continue
-                value = groups.pop(path)
-                del groups[other]
+                value, rest = groups.pop(path), groups.pop(other)
+                if value is not rest:
+                    # the node is computed outside this `if` (its terms reach
+                    # both branches), so its partials hold on both paths: one
+                    # select carries both terms safely
+                    value = (
+                        select(cond, value, rest)
+                        if taken
+                        else select(cond, rest, value)
+                    )
                 shorter = (*path[:k], *path[k + 1 :])
                 prior = groups.get(shorter)
                 groups[shorter] = value if prior is None else add(prior, value)
