@@ -22,7 +22,7 @@ from symdiff.errors import (
     SymdiffError,
     TranslationError,
 )
-from symdiff.frontend.lower import Traced, trace
+from symdiff.frontend.lower import Lowerer, Traced, trace
 from symdiff.frontend.source import (
     ShippedSource,
     function_source,
@@ -366,7 +366,11 @@ class _Composed:
     def __call__(self, *args: Any) -> Any:
         return self.inner(*args)
 
-    def __symdiff_trace__(self, dtypes: tuple[str, ...]) -> Traced:
+    def __symdiff_trace__(
+        self, dtypes: tuple[str, ...], same: dict[Any, Any] | None = None
+    ) -> Traced:
+        """``same``: the lengths of the arguments' axes, where the transform is
+        called inside another function (:meth:`Compiled.__symdiff_inline__`)."""
         inner = self.inner
         wrt = {i % len(dtypes) for i in inner._spec.wrt}
         dtypes = tuple(
@@ -378,10 +382,20 @@ class _Composed:
             for i, d in enumerate(dtypes)
         )
         tracer = getattr(inner._fun, "__symdiff_trace__", None)
-        traced = tracer(dtypes) if tracer is not None else trace(inner._fun, dtypes)
+        if tracer is not None:
+            traced = tracer(dtypes)
+        elif same is not None:
+            traced = Lowerer().trace(inner._fun, dtypes, same)
+        else:
+            traced = trace(inner._fun, dtypes)
         plan = PLANNERS[inner._spec.kind](traced, inner._spec)
         return Traced(
-            self.__name__, traced.params, plan.returns, plan.hints, traced.location
+            self.__name__,
+            traced.params,
+            plan.returns,
+            plan.hints,
+            traced.location,
+            traced.checks,
         )
 
 
@@ -1194,6 +1208,19 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<symdiff {self._spec.kind} of {self.__name__}>"
+
+    def __symdiff_inline__(
+        self, dtypes: tuple[str, ...], same: dict[Any, Any]
+    ) -> Traced:
+        """This transform's graph for a call of it inside a function symdiff
+        lowers (``slope = grad(f)`` called in ``g``): arguments of ``dtypes``
+        whose axes have the lengths ``same`` gives."""
+        if self._spec.kind in ("jvp", "vjp", "hvp"):
+            raise ArgumentError(
+                f"`{self.__name__}` ({self._spec.kind}) cannot be called inside a "
+                "function symdiff differentiates"
+            )
+        return _Composed(self).__symdiff_trace__(dtypes, same)
 
     def __reduce__(self) -> str | tuple[Any, ...]:
         """Pickled by reference when it is its module's global (a decorated

@@ -232,6 +232,7 @@ class ExpressionLowering:
     conditional: set[int]
     generator_args: set[int]
     iterable_call: Callable[..., Value | None]
+    inline_transform: Callable[..., Value]
 
     # -- the walk ---------------------------------------------------------------
     def expr(self, root: ast.expr, test: bool = False) -> Value:
@@ -891,6 +892,8 @@ class ExpressionLowering:
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
         if isinstance(obj, LocalFunction):
             return self.inline_local(node, obj, args, kwargs)
+        if hasattr(obj, "__symdiff_inline__"):  # slope = symdiff.grad(f)
+            return self.inline_transform(node, obj, args, kwargs)
         inlined = isinstance(obj, types.FunctionType) or _python_function(obj)
         if not inlined or isinstance(obj, custom_vjp):
             # only the user's own helpers may take a local function (and call it)

@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symdiff.custom import CustomRule, custom_vjp
-from symdiff.errors import Diagnostic, SourceUnavailableError, TranslationError
+from symdiff.errors import (
+    Diagnostic,
+    SourceUnavailableError,
+    SymdiffError,
+    TranslationError,
+)
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.comprehensions import ComprehensionLowering
 from symdiff.frontend.expressions import ExpressionLowering, python_value
@@ -422,6 +427,55 @@ class Lowerer(
         return result
 
     # -- helper calls -----------------------------------------------------------
+    def inline_transform(
+        self, call: ast.Call, obj: Any, args: list[Value], kwargs: dict[str, Value]
+    ) -> Value:
+        """A call of a symdiff transform inside the function (``slope =
+        symdiff.grad(f)``, then ``slope(x) * x``): the transform's graph at the
+        call's arguments joins this one, so an outer transform differentiates
+        through it (``grad`` of a function calling ``grad``: second
+        derivatives)."""
+        name = getattr(obj, "__name__", "the transform")
+        bound = self._bind(call, obj, name, args, kwargs)
+        if not isinstance(bound, dict):
+            return bound
+        values = list(bound.values())
+        if not all(isinstance(v, Node) for v in values):
+            return self.error(
+                call,
+                f"the arguments of `{name}`, a symdiff transform called here, must "
+                "be numbers or arrays",
+                "call the transform outside, or pass its other arguments as "
+                "constants of the function it transforms",
+            )
+        nodes: list[Node] = values  # type: ignore[assignment]
+        dtypes = tuple(_kind_of(v) for v in nodes)
+        same = {
+            ("shape", i, k): d
+            for i, v in enumerate(nodes)
+            for k, d in enumerate(v.shape)
+            if d != 1
+        }
+        try:
+            traced = obj.__symdiff_inline__(dtypes, same)
+        except TranslationError as exc:
+            self.diagnostics.extend(exc.diagnostics)
+            return self.poison
+        except SymdiffError as exc:
+            return self.error(call, f"cannot inline `{name}`: {exc}")
+        mapping = {
+            p: v if v.dtype == p.dtype else B.to_float(v)
+            for p, v in zip(traced.params, nodes, strict=True)
+        }
+        outputs = _tuple_leaves(traced.output)
+        rebuilt = L.substitute(outputs, mapping, fold=True)
+        for old, new in zip(outputs, rebuilt, strict=True):
+            if old in traced.hints:
+                self.hints.setdefault(new, traced.hints[old])
+        if traced.checks and S._collectors:
+            S._collectors[-1].extend(traced.checks)
+        return _tuple_rebuild(traced.output, rebuilt)
+
     def inline(
         self,
         call: ast.Call,
@@ -925,6 +979,36 @@ def _written_into(tree: ast.FunctionDef) -> list[str]:
                 elif isinstance(t, ast.Name) and not isinstance(node, ast.AugAssign):
                     rebound.add(t.id)
     return [p for p in written if p not in rebound]
+
+
+def _kind_of(node: Node) -> str:
+    """The argument kind (``"float64"``, ``"float64[:,1]"``) ``node`` is."""
+    if not node.shape:
+        return node.dtype
+    return f"{node.dtype}[{','.join('1' if d == 1 else ':' for d in node.shape)}]"
+
+
+def _tuple_leaves(value: Value) -> list[Node]:
+    out: list[Node] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple):
+            stack.extend(reversed(v))
+        elif isinstance(v, Node):
+            out.append(v)
+    return out
+
+
+def _tuple_rebuild(shape_of: Value, leaves: list[Node]) -> Value:
+    it = iter(leaves)
+
+    def build(v: Value) -> Value:  # nesting as deep as the user's tuples
+        if isinstance(v, tuple):
+            return tuple(build(x) for x in v)
+        return next(it) if isinstance(v, Node) else v
+
+    return build(shape_of)
 
 
 def _is_value(obj: object) -> bool:

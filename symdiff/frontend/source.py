@@ -69,17 +69,135 @@ def function_source(fn: object) -> FunctionSource:
     if not isinstance(fn, types.FunctionType):
         kind = type(fn).__name__
         raise _no_source(fn, f"it is a {kind}, not a Python function")
+    fn = _through_wrappers(fn)
+    return FunctionSource(fn, _tree(fn), fn.__code__.co_filename)
+
+
+def _tree(fn: types.FunctionType) -> ast.FunctionDef | ast.Lambda:
     code = fn.__code__
     tree = _TREES.get(code)
     if tree is None:
         tree = _find_lambda(fn) if fn.__name__ == "<lambda>" else _find_def(fn)
         _TREES[code] = tree
-    return FunctionSource(fn, tree, code.co_filename)
+    return tree
+
+
+def _through_wrappers(fn: types.FunctionType) -> types.FunctionType:
+    """The function to lower for ``fn``: ``fn`` itself, unless it is a
+    decorator's wrapper (``functools.wraps``) that only passes its arguments on
+    (``def wrapper(*args, **kwargs): ... return func(*args, **kwargs)``: a timer,
+    a logger), which stands for the function it wraps.  A wrapper with its own
+    parameters is lowered as it is, its arithmetic included (``return k *
+    func(x)``); one taking ``*args`` that changes the result is reported."""
+    seen: set[int] = set()
+    while id(fn) not in seen:
+        seen.add(id(fn))
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is None or fn.__name__ == "<lambda>":
+            return fn
+        tree = _tree(fn)
+        if not isinstance(tree, ast.FunctionDef):
+            return fn
+        if tree.args.vararg is None and tree.args.kwarg is None:
+            return fn
+        inner = getattr(wrapped, "py_func", wrapped)  # @numba.njit inside
+        if not isinstance(inner, types.FunctionType):
+            try:
+                inner = inspect.unwrap(wrapped)  # @functools.lru_cache inside
+            except ValueError:
+                return fn
+        if not isinstance(inner, types.FunctionType):
+            return fn
+        if not _passes_through(tree, fn, wrapped):
+            name = getattr(wrapped, "__qualname__", "the function")
+            params = ", ".join(inner.__code__.co_varnames[: inner.__code__.co_argcount])
+            raise SourceUnavailableError(
+                f"`{name}` is wrapped by a decorator's `{tree.name}(*args, "
+                "**kwargs)`, which does more than call it: symdiff cannot follow "
+                "its arguments\n"
+                "  help: give the wrapper the parameters of the function it wraps "
+                f"(`def {tree.name}({params}): ...`), or move the decorator's "
+                "arithmetic into the function"
+            )
+        fn = inner
+    return fn
+
+
+def _passes_through(
+    tree: ast.FunctionDef, wrapper: types.FunctionType, wrapped: object
+) -> bool:
+    """Whether every ``return`` of ``wrapper`` gives ``wrapped(*args,
+    **kwargs)`` unchanged (directly, or through a name bound to that call only)."""
+    names = {  # the names the wrapper calls the wrapped function by
+        name
+        for name, cell in zip(
+            wrapper.__code__.co_freevars, wrapper.__closure__ or (), strict=False
+        )
+        if _cell(cell) is wrapped
+    } | {n for n, v in wrapper.__globals__.items() if v is wrapped}
+    star = tree.args.vararg.arg if tree.args.vararg else None
+    stars = tree.args.kwarg.arg if tree.args.kwarg else None
+
+    def forwards(node: ast.expr | None) -> bool:
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in names
+        ):
+            return False
+        args_ok = [ast.dump(a) for a in node.args] == (
+            [ast.dump(ast.Starred(ast.Name(star, ast.Load()), ast.Load()))]
+            if star
+            else []
+        )
+        keywords_ok = [(k.arg, ast.dump(k.value)) for k in node.keywords] == (
+            [(None, ast.dump(ast.Name(stars, ast.Load())))] if stars else []
+        )
+        return args_ok and keywords_ok
+
+    body = [n for stmt in tree.body for n in _walk_own(stmt)]
+    results: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.Assign) and forwards(node.value):
+            results.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in body:  # a result name must not be bound to anything else
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in results:
+                    if not (isinstance(node, ast.Assign) and forwards(node.value)):
+                        results.discard(t.id)
+    returns = [n for n in body if isinstance(n, ast.Return)]
+    return bool(returns) and all(
+        forwards(r.value) or (isinstance(r.value, ast.Name) and r.value.id in results)
+        for r in returns
+    )
+
+
+def _cell(cell: types.CellType) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def _walk_own(root: ast.AST) -> list[ast.AST]:
+    """The nodes of ``root`` outside the functions defined in it."""
+    out: list[ast.AST] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(child)
+    return out
 
 
 def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
     try:
-        text = inspect.getsource(fn)
+        # fn's own `def`: inspect.getsource(fn) would follow `__wrapped__`
+        text = inspect.getsource(fn.__code__)
     except (OSError, TypeError):
         where = fn.__code__.co_filename
         raise _no_source(
@@ -94,15 +212,14 @@ def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
     tree = module.body[0] if module.body else None
     if not isinstance(tree, ast.FunctionDef):
         raise _no_source(fn, "its source is not a `def` statement")
-    inner = inspect.unwrap(fn)  # what inspect.getsource read
-    code = getattr(inner, "__code__", fn.__code__)
+    code = fn.__code__
     params = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
     if tree.name != code.co_name or params != list(
         code.co_varnames[: code.co_argcount]
     ):
         # the file changed since the module was imported: its text at the line
         # Python recorded is another function (or another signature)
-        name = getattr(inner, "__qualname__", code.co_name)
+        name = getattr(fn, "__qualname__", code.co_name)
         raise SourceUnavailableError(
             f"the source of `{name}` in {code.co_filename} changed since "
             f"it was imported: line {code.co_firstlineno} now holds `def "
