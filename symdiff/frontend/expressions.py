@@ -43,6 +43,9 @@ BINOPS: dict[type, Callable[[Node, Node], Node]] = {
     ast.Mod: lambda a, b: B.apply("mod", a, b),
 }
 
+#: An operand of ``and``/``or`` known while tracing not to decide it.
+_DROPPED = object()
+
 #: Expressions that hold a selection (``x[mask]``) without using it.
 _CARRIERS = (ast.Tuple, ast.List, ast.NamedExpr)
 
@@ -245,6 +248,7 @@ class ExpressionLowering:
         # clamped into the array, as in an ``if`` statement's branches
         outer, self.conditional = self.conditional, set()
         chosen: dict[int, ast.expr] = {}  # `a if c else b` with c known: the arm
+        pending: dict[int, list[Value]] = {}  # `a or b`: its run-time operands
         try:
             while stack:
                 node, ready = stack.pop()
@@ -266,6 +270,14 @@ class ExpressionLowering:
                 if id(node) in chosen:
                     results[id(node)] = results.pop(id(chosen.pop(id(node))))
                     continue
+                if isinstance(node, ast.BoolOp):
+                    # operands one at a time: one known while tracing may decide
+                    # (`best is None or v < best`), and Python evaluates no more
+                    step = self._bool_step(node, results, pending, tests)
+                    if step is not None:
+                        stack.append((node, False))
+                        stack.append((step, False))
+                    continue
                 children = self._children(node, tests)
                 if isinstance(node, ast.IfExp) and id(node.test) in results:
                     children = [node.body, node.orelse]  # the test is lowered
@@ -286,6 +298,59 @@ class ExpressionLowering:
         finally:
             self.conditional = outer
         return results[id(root)]
+
+    def _bool_step(
+        self,
+        node: ast.BoolOp,
+        results: dict[int, Value],
+        pending: dict[int, list[Value]],
+        tests: set[int],
+    ) -> ast.expr | None:
+        """The next operand of ``node`` to lower, or None when ``node``'s value
+        is in ``results``: ``a or b`` is decided by an ``a`` known to be true
+        while tracing (``b`` is not lowered, as Python does not evaluate it);
+        an operand known to be false is dropped; the run-time rest combine."""
+        done = pending.setdefault(id(node), [])
+        is_or = isinstance(node.op, ast.Or)
+        test = id(node) in tests
+        k = len(done)
+        if k < len(node.values) and id(node.values[k]) in results:
+            value = results.pop(id(node.values[k]))
+            truth = _static_truth(value)
+            last = k == len(node.values) - 1
+            if truth is is_or or (last and truth is not None and not test):
+                # decides (true for `or`, false for `and`): Python's value is
+                # this operand (`found or 0.0`), its truth in a condition
+                del pending[id(node)]
+                results[id(node)] = B.constant(truth) if test else value
+                return None
+            done.append(_DROPPED if truth is not None else value)
+            k += 1
+        if k < len(node.values):
+            following = node.values[k]
+            if test:
+                tests.add(id(following))
+            if k or id(node) in self.conditional:
+                self.conditional.add(id(following))  # Python may not evaluate it
+            return following
+        kept = [v for v in pending.pop(id(node)) if v is not _DROPPED]
+        if not kept:  # every operand known, none deciding
+            results[id(node)] = B.constant(not is_or)
+        elif len(kept) == 1 and (test or done[-1] is kept[0]):
+            # `None or x`: x itself (the operands before it are known to pass)
+            results[id(node)] = kept[0]
+        else:
+            results[id(node)] = self._bool_combine(node, kept, test)
+        return None
+
+    def _bool_combine(self, node: ast.BoolOp, kept: list[Value], test: bool) -> Value:
+        if any(v is self.poison for v in kept):
+            return self.poison
+        outer, self.current = self.current, node
+        try:
+            return self._expr_BoolOp(node, kept, test)
+        finally:
+            self.current = outer
 
     def _children(self, node: ast.expr, tests: set[int]) -> list[ast.expr]:
         if isinstance(node, ast.BinOp):
@@ -580,6 +645,8 @@ class ExpressionLowering:
         return item if _is_lowered(item) else global_value(item)
 
     def _expr_BinOp(self, node: ast.BinOp, values: list[Value], test: bool) -> Value:
+        if any(isinstance(v, tuple) for v in values):
+            return self._sequence_op(node, *values)
         build = BINOPS.get(type(node.op))
         if isinstance(node.op, ast.MatMult):
             left = AR.array(values[0], "the left operand of `@`")
@@ -604,6 +671,43 @@ class ExpressionLowering:
         left = self.scalar(node.left, values[0], "the left operand")
         right = self.scalar(node.right, values[1], "the right operand")
         return build(left, right)
+
+    def _sequence_op(self, node: ast.BinOp, left: Value, right: Value) -> Value:
+        """``(a, b) + (c,)`` and ``[0.0] * (n + 1)``, as Python does them for
+        tuples and lists; a list of numbers repeated is an array (its items
+        are written later: ``f[i] = ...``), of a run-time length too."""
+        if isinstance(node.op, ast.Add) and isinstance(left, tuple):
+            if isinstance(right, tuple):
+                return left + right
+        if isinstance(node.op, ast.Mult):
+            items, count = (left, right) if isinstance(left, tuple) else (right, left)
+            if (
+                isinstance(items, tuple)
+                and isinstance(count, Node)
+                and not count.shape
+                and count.dtype in ("int64", "bool")
+            ):
+                numbers = all(isinstance(v, Node) and not v.shape for v in items)
+                if numbers and items and len(set(items)) == 1:
+                    # [0.0] * n: n copies of one number
+                    length = AR.length(count, "the count of a repeated list")
+                    return B.broadcast_to(items[0], (length,))  # type: ignore[arg-type]
+                if count.op == "const":
+                    repeated = items * max(int(count.value), 0)
+                    return AR.array(repeated) if numbers and repeated else repeated
+                return self.error(
+                    node,
+                    "a list of several items repeated a run-time number of times",
+                    "build it with np.tile(np.array([a, b]), n), or preallocate "
+                    "`np.zeros(n)` and assign the items",
+                )
+        symbol = _OP_SYMBOLS.get(type(node.op), type(node.op).__name__)
+        return self.error(
+            node,
+            f"`{symbol}` of a tuple or list is not supported",
+            "tuples and lists concatenate with `+` and repeat with `* n`; for "
+            "arithmetic make an array: np.array([a, b])",
+        )
 
     def _expr_UnaryOp(
         self, node: ast.UnaryOp, values: list[Value], test: bool

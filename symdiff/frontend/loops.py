@@ -664,6 +664,21 @@ class LoopLowering:
         state_names = []
         for name in sorted(assigned - targets):
             value = env0.get(name)
+            if (
+                isinstance(value, Static)
+                and value.obj is None
+                and name in _rebound_in(stmt.body)
+            ):
+                self.error(
+                    stmt,
+                    f"`{name}` is None before this loop, which assigns it a value: "
+                    "a loop's state must be a number or an array from the start",
+                    f"start it as a number (`{name} = math.inf` for a running "
+                    f"minimum) and test the first iteration (`k == 0`) instead of "
+                    f"`{name} is None`",
+                )
+                frame.env[name] = self.poison
+                continue
             if value is None or isinstance(value, (Static, Undefined)):
                 continue
             if has_masked(value):

@@ -346,6 +346,12 @@ class StatementLowering:
             return
         if isinstance(target.slice, ast.List):
             key = (key,)  # out[[0, 2]] = v: a list of positions, not out[0, 2]
+        if (
+            isinstance(base, tuple)
+            and base
+            and all(isinstance(b, Node) and not b.shape for b in base)
+        ):
+            base = AR.array(base)  # f = [0.0, x, 1.0]; f[i] = v: a list of numbers
         if not (isinstance(base, Node) and base.shape):
             self.error(
                 target,
