@@ -321,7 +321,7 @@ REJECTED = [
         size_from_values,
         ONE_D,
         "must be computed from integer constants, shapes",
-        "sizes cannot depend on array values",
+        "sizes must be known when the kernel starts, not from array values",
     ),
     (
         known_shapes_disagree,

@@ -117,7 +117,10 @@ def length(value: Value, what: str = "a size") -> Length:
                 raise Unsupported(
                     f"{what} must be computed from integer constants, shapes "
                     "(`len(x)`, `x.shape[0]`) and integer arguments",
-                    "sizes cannot depend on array values",
+                    "sizes must be known when the kernel starts, not from array "
+                    "values or a loop's index; in a loop, read `x[:i]` (a slice "
+                    "of run-time length can be read and reduced) or use a mask: "
+                    "np.where(np.arange(n) < i, x, 0.0)",
                 )
         return results[value]
     raise Unsupported(

@@ -896,10 +896,9 @@ class ExpressionLowering:
         if isinstance(base, Node) and base.shape:
             if isinstance(node.slice, ast.List):
                 index = (index,)  # x[[0, 2]]: a list of positions, not x[0, 2]
-            selection = masks.select(
-                base, list(index) if isinstance(index, tuple) else [index]
-            )
-            if selection is not None:  # x[x > 0]
+            items = list(index) if isinstance(index, tuple) else [index]
+            selection = masks.select(base, items) or masks.window(base, items)
+            if selection is not None:  # x[x > 0], or x[:i] in a loop
                 return selection
             value = AR.index(base, index)
             if value.op == "take" and (

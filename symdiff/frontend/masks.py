@@ -70,6 +70,20 @@ def _mask_where(sel: Masked) -> Node:
 def _same_mask(selections: list[Masked]) -> Node:
     mask = selections[0].mask
     if any(s.mask is not mask for s in selections[1:]):
+        first = selections[0]
+        if first.window is not None and all(
+            _pair(first.window, s.window) for s in selections[1:]
+        ):
+            # x[:i] and y[:i]: slices of one length, from arrays whose lengths
+            # symdiff pairs position by position (checked when the kernel runs)
+            for s in selections[1:]:
+                S.unify(
+                    first.data.shape[0],
+                    s.data.shape[0],
+                    "slices with a run-time length are combined here; symdiff "
+                    "needs the arrays they are taken from to have one length",
+                )
+            return mask
         raise Unsupported(
             "two boolean-mask selections with different masks are combined: "
             "their elements do not pair up",
@@ -102,13 +116,15 @@ def _operand(value: Value | Masked, sel: Masked, what: str) -> Value:
     return value
 
 
-def _wrap(result: Value, mask: Node) -> Value:
+def _wrap(
+    result: Value, mask: Node, window: tuple[Node, Node, Node | None] | None = None
+) -> Value:
     """An element-wise result: the selection of ``result`` by ``mask``."""
     if not (isinstance(result, Node) and len(result.shape) >= len(mask.shape)):
         raise refusal("this use of")
     for d, m in zip(result.shape, mask.shape, strict=False):
         S.unify(d, m, "boolean index did not match the indexed array")
-    return Masked(result, mask)
+    return Masked(result, mask, window)
 
 
 def select(x: Node, items: list[Value]) -> Masked | None:
@@ -134,6 +150,98 @@ def select(x: Node, items: list[Value]) -> Masked | None:
         data = AR.index(x, (*(full,) * len(mask.shape), *rest))
     mask, _, _ = AR.mask_axes(data, [mask], "indexing")
     return Masked(data, mask)
+
+
+def _pair(a: object, b: object) -> bool:
+    """Whether two slices of run-time length have one length as written: the
+    same length (``x[:n - lag]``, ``x[lag:]``), or the same start and stop
+    (``U[i, i + 1:]``, ``x[i + 1:]``, to the ends of arrays of one length)."""
+    if not (isinstance(a, tuple) and isinstance(b, tuple)):
+        return False
+    return a[0] is b[0] or (a[1] is b[1] and a[2] is b[2])
+
+
+def window(x: Node, items: list[Value]) -> Masked | None:
+    """``x[:i]``, ``L[i, :i]``, ``x[lag:]``, ``X[a:b]``: a slice whose bounds are
+    known only when the kernel runs (a loop's index), so its length is too, as
+    a selection of the whole axis (its elements shifted to the front, the mask
+    marking the first ``length``).  None where no slice has such bounds."""
+    found = [
+        k
+        for k, item in enumerate(items)
+        if isinstance(item, Static)
+        and isinstance(item.obj, SliceValue)
+        and _run_time(item.obj)
+    ]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise Unsupported(
+            "two slices whose lengths are known only when the kernel runs",
+            "slice one axis at a time in a loop (`A[i, :i]`), or use np.where "
+            "with a mask of the whole array",
+        )
+    k = found[0]
+    sl = items[k].obj
+    assert isinstance(sl, SliceValue)
+    if not AR._none(sl.step) and AR.static_int(sl.step, "a slice step") != 1:
+        raise Unsupported(
+            "a slice with a run-time length and a step",
+            "take every element (`x[:i]`) and select the others with a mask",
+        )
+    before = items[:k]
+    if any(
+        not (isinstance(i, Node) and not i.shape and i.dtype == "int64") for i in before
+    ):
+        raise Unsupported(
+            "a slice with a run-time length must give the first axis of the "
+            "result: integers only before it (`L[i, :i]`, `x[:i]`)",
+            "index the other axes first, or transpose: `X.T[:i]`",
+        )
+    full = Static(SliceValue(None, None, None))
+    data = AR.index(x, (*before, full, *items[k + 1 :]))
+    n = data.shape[0]
+    size = A.dim(n)
+    start = _bound(sl.start, B.constant(0), size)
+    stop = _bound(sl.stop, size, size)
+    length = B.apply("max", B.sub(stop, start), B.constant(0))
+    # slices of one length as written (`L[i, :i]`, `y[:i]`; `x[:n - lag]`,
+    # `x[lag:]`) pair up: their bounds lie in the arrays, as run-time indices
+    # must (unchecked)
+    raw_start = B.constant(0) if AR._none(sl.start) else sl.start
+    raw_stop = None if AR._none(sl.stop) else sl.stop
+    written = (B.sub(raw_stop or size, raw_start), raw_start, raw_stop)  # type: ignore[arg-type]
+    positions = A.iota(0, (n,))
+    mask = B.apply("lt", positions, length)
+    if not (start.op == "const" and start.value == 0):
+        # the window's elements moved to the front: data[j] = x[start + j]
+        last = B.apply("max", B.sub(size, B.constant(1)), B.constant(0))
+        index = B.apply("min", B.add(positions, start), last)
+        data = AR.index(data, index)
+    return Masked(data, mask, written)
+
+
+def _run_time(sl: SliceValue) -> bool:
+    """Whether a bound of ``sl`` is an int known only when the kernel runs (not
+    a length: ``len(x) - 1``, an int argument)."""
+    for bound in (sl.start, sl.stop):
+        if isinstance(bound, Node) and not bound.shape and bound.dtype == "int64":
+            try:
+                AR.length(bound)
+            except Unsupported:
+                return True
+    return False
+
+
+def _bound(value: Value | None, default: Node, size: Node) -> Node:
+    """A slice bound as Python takes it: from the end when negative, clipped to
+    ``0 .. size``."""
+    if AR._none(value):
+        return default
+    assert isinstance(value, Node)
+    zero = B.constant(0)
+    from_end = B.apply("max", B.add(value, size), zero)
+    return B.select(B.apply("lt", value, zero), from_end, B.apply("min", value, size))
 
 
 # -- expressions that meet a selection ------------------------------------------------
@@ -164,7 +272,8 @@ def combine(
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         return _dot(values, "`@` of")
     operands = [_operand(v, sels[0], "in this expression") for v in values]
-    return _wrap(handlers[type(node).__name__](node, operands, test), mask)
+    result = handlers[type(node).__name__](node, operands, test)
+    return _wrap(result, mask, sels[0].window)
 
 
 _WHAT = {
@@ -202,7 +311,7 @@ def _dot(values: list[Value], what: str) -> Node | Masked:
         and len(b.shape) in (1, 2)
     ):
         # the selected rows times a matrix or vector: row by row
-        return Masked(A.dot(a.data, b), a.mask)
+        return Masked(A.dot(a.data, b), a.mask, a.window)
     if not (
         isinstance(a, Masked)
         and isinstance(b, Masked)
@@ -269,7 +378,7 @@ def _call(
         mask = _same_mask(sels)
         what = f"in `{ast.unparse(node.func)}`"
         operands = [_operand(v, sels[0], what) for v in rest]
-        return _wrap(call(node, [callee, *operands], test), mask)
+        return _wrap(call(node, [callee, *operands], test), mask, sels[0].window)
     raise refusal(f"`{ast.unparse(node.func)}` of")
 
 
@@ -339,7 +448,8 @@ def _reduce(
         for a in (range(sel.covered) if k == 0 else [k - 1 + sel.covered])
     )
     if 0 not in axes:  # along the other axes: one result per selected element
-        return Masked(_whole(name, sel.data, data_axes, options), sel.mask)
+        reduced = _whole(name, sel.data, data_axes, options)
+        return Masked(reduced, sel.mask, sel.window)
     x = sel.data if sel.data.dtype != "bool" else B.to_int(sel.data)
     where = _mask_where(sel)
     if name in _FILLS:

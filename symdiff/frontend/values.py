@@ -55,6 +55,11 @@ class Masked:
 
     data: Node
     mask: Node
+    #: for a slice with a run-time length (``x[:i]``, ``x[lag:]``): its length,
+    #: start and stop as written (``masks.window``); ``data`` is then shifted
+    #: to start at the slice's first element, and two such slices of one
+    #: length pair up element by element, as in NumPy
+    window: tuple[Node, Node, Node | None] | None = None
 
     @property
     def covered(self) -> int:
