@@ -14,6 +14,7 @@ import numpy as np
 
 from symdiff.compiled import OMITTED, Compiled
 from symdiff.errors import ArgumentError
+from symdiff.frontend.source import ShippedSource, portable_source, restore_source
 from symdiff.frontend.values import Bound, static_kind
 from symdiff.transforms import MODES, Spec, leaves
 
@@ -73,7 +74,7 @@ def _compile(fun: Any, spec: Spec, target: str) -> Any:
     else:
         argnums = tuple(a + k if a >= 0 else a for a in argnums)
     compiled = Compiled(inner, dataclasses.replace(spec, argnums=argnums), target)
-    return BoundCompiled(compiled, args, kwargs, fun)
+    return BoundCompiled(compiled, args, kwargs, fun, spec)
 
 
 class BoundCompiled:
@@ -81,7 +82,9 @@ class BoundCompiled:
     ``functools.partial``: the compiled function of the Python function behind
     it, called with the bound arguments first.  An object bound as ``self`` is a
     constant of the kernel: its attributes are read when the kernel is built, as
-    globals are (a kernel per object)."""
+    globals are (a kernel per object).  ``spec`` is the transform as asked for
+    (``argnums`` counting the arguments of the call), with ``original`` what it
+    was asked of: a pickle carries the two."""
 
     def __init__(
         self,
@@ -89,10 +92,13 @@ class BoundCompiled:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         original: Any,
+        spec: Spec,
     ):
         self._compiled = compiled
         self._args = args
         self._kwargs = kwargs
+        self._original = original
+        self._given = spec
         compiled.fixed_kinds = {
             i: kind for i, a in enumerate(args) if (kind := static_kind(a))
         }
@@ -111,10 +117,30 @@ class BoundCompiled:
         return self._compiled.tape_bytes(*full)
 
     def __getattr__(self, name: str) -> Any:  # .source, .lower(), ...
+        if name == "_compiled":  # not set: an instance made without __init__
+            raise AttributeError(name)
         return getattr(self._compiled, name)
 
     def __repr__(self) -> str:
         return f"<bound {self._compiled!r}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the bound method, callable object or ``functools.partial``
+        and the options, as a :class:`Compiled` is (the object and the partial's
+        arguments pickle as Python pickles them), with the source of a function
+        of ``__main__``: kernels are built again where it is unpickled."""
+        shipped = portable_source(self._compiled._fun)
+        target = self._compiled._target
+        return (_unpickle_bound, (self._original, self._given, target, shipped))
+
+
+def _unpickle_bound(
+    original: Any, spec: Spec, target: str, shipped: ShippedSource | None
+) -> Any:
+    """A transform of a bound method, callable object or partial, pickled by
+    value: the function behind it gets its shipped source back first."""
+    restore_source(_unbind(original)[0], shipped)
+    return _compile(original, spec, target)
 
 
 def _given_args(fun: Callable[..., Any], count: int) -> tuple[int, ...]:

@@ -15,9 +15,16 @@ one is expanded to the broadcast shape.  Each scalar output gets its own
 preallocated array; the results come back in the kernel's nested structure,
 reshaped to the broadcast shape.
 
+Static arguments are not batched: a string or None (``mode="sq"``, given or a
+default), a function, the object of a bound method, as the transform of a
+``functools.partial`` or a bound method binds them.  The kernel is specialised to
+them, as in a call of the transform, and the loop passes its placeholder (0) in
+their place.
+
 The loop's source is deterministic, registered with :mod:`linecache` like the
 kernels' (tracebacks and ``inspect`` show it) and readable as ``.source``.  Loops
-are cached per kernel, target and set of one-element arguments.
+are cached per kernel, target, set of one-element arguments and set of static
+ones.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from symdiff.backend.jit import njit, synthetic_filename
 from symdiff.compiled import OMITTED, Compiled, io_dtypes, reject_symdiff_function
 from symdiff.custom import is_module_global
 from symdiff.errors import ArgumentError
+from symdiff.frontend.values import STATIC, static_kind
 from symdiff.kernel import Kernel
 from symdiff.opt.schedule import RESERVED
 from symdiff.transforms import leaves, rebuild
@@ -47,10 +55,15 @@ from symdiff.transforms import leaves, rebuild
 TARGETS = ("cpu", "parallel", "cuda")
 
 # The generated loops: per id(kernel), per (target, which arguments are broadcast
-# from one element, parameter names).  A kernel's entry goes when the kernel is
-# garbage-collected (the loops hold its Numba dispatcher, not the kernel).
+# from one element, parameter names, which are static).  A kernel's entry goes
+# when the kernel is garbage-collected (the loops hold its Numba dispatcher, not
+# the kernel).
 _LOOPS: dict[
-    int, dict[tuple[str, tuple[bool, ...], tuple[str, ...]], _Loop | CudaLoop]
+    int,
+    dict[
+        tuple[str, tuple[bool, ...], tuple[str, ...], tuple[bool, ...]],
+        _Loop | CudaLoop,
+    ],
 ] = {}
 
 # NumPy dtype kind -> a sample scalar, from which Compiled picks the kernel dtype.
@@ -69,8 +82,10 @@ def vectorize(fun: Any = OMITTED, *, target: str | None = None) -> Any:
     ----------
     fun : Compiled or callable, optional
         A transform (``symdiff.grad``, ``value_and_grad``, ``jit``, ``jacobian``,
-        ``hessian``) or a plain function of scalars, which is compiled with
-        :func:`symdiff.jit`.  Omit it to use ``vectorize(...)`` as a decorator.
+        ``hessian``, also of a bound method or a ``functools.partial``, whose
+        bound arguments are constants) or a plain function of scalars, which is
+        compiled with :func:`symdiff.jit`.  Omit it to use ``vectorize(...)`` as
+        a decorator.
     target : {"cpu", "parallel", "cuda"}, optional
         ``"cpu"``: one thread; ``"parallel"``: a ``numba.prange`` loop over
         Numba's threads (``NUMBA_NUM_THREADS``); ``"cuda"``: a grid-stride CUDA
@@ -85,8 +100,9 @@ def vectorize(fun: Any = OMITTED, *, target: str | None = None) -> Any:
         Called with arrays (or scalars) of broadcastable shapes, it returns the
         transform's result structure with an array of the broadcast shape at
         each leaf (NumPy scalars for 0-d inputs, as ufuncs do).  Dask arrays
-        give Dask arrays, computed chunk by chunk.  ``.source`` shows the
-        generated loop.
+        give Dask arrays, computed chunk by chunk.  Static arguments (a string,
+        None: ``mode="sq"``) are passed as they are, not as arrays, and the
+        kernel is specialised to them.  ``.source`` shows the generated loop.
 
     Examples
     --------
@@ -112,6 +128,7 @@ def _target_of(fun: Any) -> str:
     """The default target: the transform's own, else ``"cpu"``."""
     if isinstance(fun, Vectorized):
         return fun._target
+    fun = _bound_parts(fun)[0]
     target = getattr(fun, "_target", "cpu") if isinstance(fun, Compiled) else "cpu"
     return target if target in TARGETS else "cpu"
 
@@ -126,7 +143,9 @@ def _as_compiled(fun: Any, target: str) -> Compiled:
             )
         if target != "cuda" and fun._target != "cpu":
             # The loop calls a Numba kernel: rebuild the transform for the CPU.
-            return Compiled(fun._fun, fun._spec, "cpu")
+            rebuilt = Compiled(fun._fun, fun._spec, "cpu")
+            rebuilt.fixed_kinds = dict(fun.fixed_kinds)  # a bound `self`
+            return rebuilt
         return fun
     if not callable(fun):
         raise ArgumentError(
@@ -146,12 +165,48 @@ def _name(fun: Any) -> str:
     return str(getattr(fun, "__name__", "f"))
 
 
+def _bound_parts(fun: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """The transform behind the transform of a bound method, a callable object or
+    a ``functools.partial`` (:class:`symdiff.api.BoundCompiled`), and the
+    arguments it binds; anything else as it is, binding none."""
+    from symdiff.api import BoundCompiled
+
+    if isinstance(fun, BoundCompiled):
+        return fun._compiled, fun._args, fun._kwargs
+    return fun, (), {}
+
+
+def _static_kind(value: Any) -> str | None:
+    """The kind of a static argument (a string, None, a function, a bound
+    object: :func:`symdiff.frontend.values.static_kind`), which the loop does not
+    batch; None for data, arrays of any library included."""
+    if (
+        isinstance(value, np.ndarray)
+        or hasattr(value, "__array__")
+        or hasattr(value, "__dask_graph__")
+        or is_device_array(value)
+    ):
+        return None
+    return static_kind(value)
+
+
+def _is_static(kind: str) -> bool:
+    """A kind of :class:`Vectorized`'s plans that is a static argument's (not a
+    NumPy dtype kind)."""
+    return kind.startswith(STATIC)
+
+
 class Vectorized:
     """A scalar transform applied elementwise to arrays (see :func:`vectorize`)."""
 
     def __init__(self, fun: Any, target: str | None = None):
         target = target or _target_of(fun)
-        self._compiled = _as_compiled(fun, target)
+        if isinstance(fun, Vectorized):
+            fun = fun.transform
+        inner, self._bound_args, self._bound_kwargs = _bound_parts(fun)
+        self._compiled = _as_compiled(inner, target)
+        #: the transform of a bound method or a partial as given (it pickles)
+        self._bound: Any = None if inner is fun else fun
         self._target = target
         self._last: _Plan | None = None
         self._name = _name(self._compiled)
@@ -164,47 +219,64 @@ class Vectorized:
         return self._target
 
     @property
-    def transform(self) -> Compiled:
-        """The scalar transform called per element."""
-        return self._compiled
+    def transform(self) -> Any:
+        """The scalar transform called per element (as given, for that of a
+        bound method or a ``functools.partial``)."""
+        return self._compiled if self._bound is None else self._bound
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         compiled = self._compiled
+        if self._bound_args or self._bound_kwargs:
+            args = (*self._bound_args, *args)
+            kwargs = {**self._bound_kwargs, **kwargs}
         if kwargs or len(args) != compiled._nparams:
             args = compiled._bind(args, kwargs)
+        return self._run(args)
+
+    def _run(self, args: tuple[Any, ...]) -> Any:
+        """The call with every argument, in the order of the parameters: the
+        static ones as they are, the others batched."""
+        static = tuple(_static_kind(a) for a in args)
         if any(hasattr(a, "__dask_graph__") for a in args):
-            return self._dask(args)
-        on_device = [self._target == "cuda" and is_device_array(a) for a in args]
+            return self._dask(args, static)
+        batched = [k for k, kind in enumerate(static) if kind is None]
+        names = [self._params[k] for k in batched]
+        given = [args[k] for k in batched]
+        on_device = [self._target == "cuda" and is_device_array(a) for a in given]
         if any(on_device):
             from symdiff.backend.cuda import device_view
 
-            args = tuple(
-                device_view(a) if d else a for a, d in zip(args, on_device, strict=True)
-            )
+            given = [
+                device_view(a) if d else a
+                for a, d in zip(given, on_device, strict=True)
+            ]
         arrays = [
             a if d else _as_array(self._name, n, a)
-            for n, a, d in zip(self._params, args, on_device, strict=True)
+            for n, a, d in zip(names, given, on_device, strict=True)
         ]
         shape = arrays[0].shape if arrays else ()
         if any(a.shape != shape for a in arrays):
-            shape = _broadcast_shape(self._name, self._params, arrays)
+            shape = _broadcast_shape(self._name, names, arrays)
         size = math.prod(shape)
-        kinds = tuple(np.dtype(a.dtype).kind for a in arrays)
-        scalar = tuple(a.size == 1 and size != 1 for a in arrays)
-        plan = self._plan(kinds, scalar)
+        one = [a.size == 1 and size != 1 for a in arrays]
+        kinds = [kind or "" for kind in static]
+        scalar = [False] * len(args)
+        for k, a, s in zip(batched, arrays, one, strict=True):
+            kinds[k], scalar[k] = np.dtype(a.dtype).kind, s
+        plan = self._plan(tuple(kinds), tuple(scalar), args)
         kernel, loop, in_types, out_types = plan
         self._last = plan
         if isinstance(loop, _Loop):
             flat = [
                 _flat(a, shape, t, s)
-                for a, t, s in zip(arrays, in_types, scalar, strict=True)
+                for a, t, s in zip(arrays, in_types, one, strict=True)
             ]
             outs: list[Any] = [np.empty(size, t) for t in out_types]
             if size and outs:
                 loop.compiled(*flat, *outs)
         else:
-            outs = self._cuda(plan, arrays, on_device, scalar, shape)
+            outs = self._cuda(plan, names, arrays, on_device, tuple(one), shape)
         if any(on_device) and shape:
             shaped = [o.reshape(shape) for o in outs]
         else:
@@ -217,19 +289,21 @@ class Vectorized:
     def _cuda(
         self,
         plan: _Plan,
+        names: list[str],
         arrays: list[Any],
         on_device: list[bool],
         scalar: tuple[bool, ...],
         shape: tuple[int, ...],
     ) -> list[Any]:
-        """Run the CUDA kernel: host arrays are copied in, device arrays checked
-        and used in place; the outputs are device arrays."""
+        """Run the CUDA kernel on the batched arguments (``names``): host arrays
+        are copied in, device arrays checked and used in place; the outputs are
+        device arrays."""
         from symdiff.backend import cuda
 
         _, loop, in_types, out_types = plan
         assert isinstance(loop, CudaLoop)
         flat = []
-        given = zip(self._params, arrays, in_types, on_device, scalar, strict=True)
+        given = zip(names, arrays, in_types, on_device, scalar, strict=True)
         for name, a, t, d, one in given:
             if not d:
                 flat.append(cuda.to_device(_flat(a, shape, t, one)))
@@ -246,37 +320,41 @@ class Vectorized:
             flat.append(cuda.flat_device_array(name, a))
         return loop.run(math.prod(shape), flat, out_types)
 
-    def _dask(self, args: tuple[Any, ...]) -> Any:
+    def _dask(self, args: tuple[Any, ...], static: tuple[str | None, ...]) -> Any:
         """Dask arrays in: the batched function applied chunk by chunk
         (``dask.array.apply_gufunc`` with an elementwise signature, so Dask
-        broadcasts and aligns the chunks), Dask arrays out."""
+        broadcasts and aligns the chunks), Dask arrays out.  Static arguments
+        stay out of Dask's hands: each chunk's call gets them as they are."""
         import dask.array as da
 
         # the kernel for the arguments' dtypes, checked as in a NumPy call
         kinds = tuple(
-            _as_array(self._name, name, np.empty(0, _dtype(a))).dtype.kind
-            for name, a in zip(self._params, args, strict=True)
+            kind or _as_array(self._name, name, np.empty(0, _dtype(a))).dtype.kind
+            for name, a, kind in zip(self._params, args, static, strict=True)
         )
-        kernel, _, _, out_types = self._plan(kinds, (False,) * len(args))
+        kernel, _, _, out_types = self._plan(kinds, (False,) * len(args), args)
+        batched = [k for k, kind in enumerate(static) if kind is None]
 
         def flat_outputs(*chunks: Any) -> Any:
-            out = leaves(self(*chunks))
+            full = list(args)
+            for k, chunk in zip(batched, chunks, strict=True):
+                full[k] = chunk
+            out = leaves(self._run(tuple(full)))
             return out[0] if len(out) == 1 else tuple(out)
 
         # Dask's loop dimensions must be chunked alike: broadcast_arrays
         # broadcasts the array arguments and unifies their chunks.
-        positions = [k for k, a in enumerate(args) if np.ndim(a)]
+        positions = [k for k in batched if np.ndim(args[k])]
         shaped = da.broadcast_arrays(*(args[k] for k in positions))
-        args = tuple(
-            shaped[positions.index(k)] if k in positions else a
-            for k, a in enumerate(args)
-        )
-        ins = ",".join("()" for _ in args)
+        given = [
+            shaped[positions.index(k)] if k in positions else args[k] for k in batched
+        ]
+        ins = ",".join("()" for _ in given)
         outs = ",".join("()" for _ in out_types)
         results = da.apply_gufunc(
             flat_outputs,
             f"{ins}->{outs}",
-            *args,
+            *given,
             output_dtypes=out_types if len(out_types) > 1 else out_types[0],
             vectorize=False,
         )
@@ -285,33 +363,58 @@ class Vectorized:
         it = iter((results,) if len(out_types) == 1 else results)
         return rebuild(kernel.returns, lambda _: next(it))
 
-    def _plan(self, kinds: tuple[str, ...], scalar: tuple[bool, ...]) -> _Plan:
+    def _plan(
+        self, kinds: tuple[str, ...], scalar: tuple[bool, ...], args: tuple[Any, ...]
+    ) -> _Plan:
         """The kernel, loop, argument and output dtypes for arrays of these kinds
-        (checking them, e.g. that no bool is differentiated); made once."""
+        (NumPy's dtype kinds; a static argument's kind where ``args`` has one)
+        (checking them, e.g. that no bool is differentiated); made once.  The
+        argument dtypes are those of the batched arguments."""
         plan = self._plans.get((kinds, scalar))
         if plan is not None:
             return plan
-        dtypes, _ = self._compiled._dtypes(tuple(_SAMPLES[k] for k in kinds))
+        static = tuple(_is_static(k) for k in kinds)
+        samples = tuple(
+            a if s else _SAMPLES[k] for a, k, s in zip(args, kinds, static, strict=True)
+        )
+        dtypes, _ = self._compiled._dtypes(samples)
         kernel = self._compiled._kernel(dtypes)
-        loop = _loop(kernel, self._target, self._params, scalar)
-        plan = kernel, loop, *io_dtypes(kernel)
+        loop = _loop(kernel, self._target, self._params, scalar, static)
+        in_types, out_types = io_dtypes(kernel)
+        batched = [t for t, s in zip(in_types, static, strict=True) if not s]
+        plan = kernel, loop, batched, out_types
         self._plans[kinds, scalar] = plan
         return plan
 
     # -- inspection -----------------------------------------------------------------
     def _current(self) -> _Plan:
         if self._last is None:
-            kinds = {"float64": "f", "int64": "i", "bool": "b"}
+            chars = {"float64": "f", "int64": "i", "bool": "b"}
             dtypes = self._compiled._annotated_dtypes()
+            known = self._known()
+            args = tuple(known.get(k) for k in range(len(dtypes)))
+            kinds = tuple(
+                chars.get(d) or _static_kind(a) or "f"
+                for d, a in zip(dtypes, args, strict=True)
+            )
             scalar = (False,) * len(dtypes)
-            self._last = self._plan(tuple(kinds[d] for d in dtypes), scalar)
+            self._last = self._plan(kinds, scalar, args)
         return self._last
+
+    def _known(self) -> dict[int, Any]:
+        """The arguments known before a call, by position: those the transform
+        binds, and the defaults."""
+        bound = self._compiled._signature.bind_partial(
+            *self._bound_args, **self._bound_kwargs
+        )
+        bound.apply_defaults()
+        return {self._params.index(n): v for n, v in bound.arguments.items()}
 
     @property
     def source(self) -> str:
         """The generated loop: the last one called, else the one for arrays of
         the same shape, float64 but where a parameter is annotated ``int`` or
-        ``bool``."""
+        ``bool`` (and static arguments at their defaults)."""
         return self._current()[1].source
 
     @property
@@ -343,7 +446,7 @@ class Vectorized:
         else as its transform and target (loops are built again)."""
         if is_module_global(self):
             return str(self.__qualname__)
-        return (Vectorized, (self._compiled, self._target))
+        return (Vectorized, (self.transform, self._target))
 
     def __repr__(self) -> str:
         return f"<symdiff vectorize(target={self._target!r}) of {self._compiled!r}>"
@@ -362,6 +465,13 @@ def _as_array(fname: str, name: str, value: Any) -> np.ndarray:
             f"argument `{name}` of `{fname}` is not an array of numbers: {exc}"
         ) from None
     kind = array.dtype.kind
+    if kind in "US":
+        raise ArgumentError(
+            f"argument `{name}` of `{fname}` is an array of strings ({array.dtype}); "
+            "a string is a static argument, which configures the function (the "
+            "kernel is specialised to it): pass one string, and call once per "
+            "string"
+        )
     if kind not in _SAMPLES:
         what = "complex numbers" if kind == "c" else f"dtype {array.dtype}"
         raise ArgumentError(
@@ -418,20 +528,25 @@ class _Loop:
 
 
 def _loop(
-    kernel: Kernel, target: str, params: list[str], scalar: tuple[bool, ...]
+    kernel: Kernel,
+    target: str,
+    params: list[str],
+    scalar: tuple[bool, ...],
+    static: tuple[bool, ...] | None = None,
 ) -> _Loop | CudaLoop:
+    static = static or (False,) * len(params)
     loops = _LOOPS.get(id(kernel))
     if loops is None:
         loops = _LOOPS[id(kernel)] = {}
         weakref.finalize(kernel, _LOOPS.pop, id(kernel), None)
-    key = (target, scalar, tuple(params))
+    key = (target, scalar, tuple(params), static)
     loop = loops.get(key)
     if loop is None:
         if target == "cuda":
             from symdiff.backend import cuda
 
             cuda.check_scalar_kernel(kernel)
-            name, source = loop_source(kernel, target, params, scalar)
+            name, source = loop_source(kernel, target, params, scalar, static)
             loop = cuda.CudaLoop(name, source, cuda.load(source, name))
         else:
             if kernel.device:
@@ -441,7 +556,7 @@ def _loop(
                     "(its gradient tapes a loop): make the transform with "
                     f"target={target!r}"
                 )
-            name, source = loop_source(kernel, target, params, scalar)
+            name, source = loop_source(kernel, target, params, scalar, static)
             warm.import_numba()  # the loop module imports it
             python = _load(source, name, kernel)
             loop = _Loop(
@@ -472,11 +587,18 @@ def kernel_alias(kernel: Kernel) -> str:
 
 
 def loop_source(
-    kernel: Kernel, target: str, params: list[str], scalar: tuple[bool, ...]
+    kernel: Kernel,
+    target: str,
+    params: list[str],
+    scalar: tuple[bool, ...],
+    static: tuple[bool, ...] | None = None,
 ) -> tuple[str, str]:
     """The name and module text of the loop calling ``kernel`` per element
     (for ``"cuda"``: a grid-stride CUDA kernel with ``kernel`` as an inner
-    function, see :mod:`symdiff.backend.cuda`)."""
+    function, see :mod:`symdiff.backend.cuda`).  The loop takes no array for a
+    ``static`` parameter: the kernel was specialised to its value, and takes a
+    placeholder, 0, in its place."""
+    static = static or (False,) * len(params)
     alias = kernel_alias(kernel)
     taken = set(_RESERVED) | {alias}
     core_imports: list[str] = []
@@ -494,17 +616,28 @@ def loop_source(
         return name
 
     i = fresh("i", "i")
-    args = [fresh(p, f"a{k}") for k, p in enumerate(params)]
+    args = [
+        "0" if s else fresh(p, f"a{k}")
+        for k, (p, s) in enumerate(zip(params, static, strict=True))
+    ]
+    arrays = [a for a, s in zip(args, static, strict=True) if not s]
     outs = [
         fresh(f"{o}_out" if o in taken else o, f"out{k}")
         for k, o in enumerate(kernel.output_names)
     ]
     name = fresh(f"{kernel.name}_{target}", f"f_{target}")
-    hoisted = {a: fresh(f"{a}0", "a0") for a, s in zip(args, scalar, strict=True) if s}
+    hoisted = {
+        a: fresh(f"{a}0", "a0")
+        for a, one, st in zip(args, scalar, static, strict=True)
+        if one and not st
+    }
 
     counter = iter(outs)
     targets = _unpacked(rebuild(kernel.returns, lambda _: f"{next(counter)}[{i}]"))
-    call_args = ", ".join(hoisted.get(a, f"{a}[{i}]") for a in args)
+    call_args = ", ".join(
+        a if s else hoisted.get(a, f"{a}[{i}]")
+        for a, s in zip(args, static, strict=True)
+    )
     length = f"{outs[0]}.shape[0]" if outs else "0"
     loop_range = {
         "cpu": f"range({length})",
@@ -525,12 +658,18 @@ def loop_source(
         header.append(
             f"# broadcast from one element: {', '.join(f'`{a}`' for a in hoisted)}"
         )
+    fixed = [p for p, s in zip(params, static, strict=True) if s]
+    if fixed:
+        header.append(
+            "# static (the kernel is specialised to it; 0 is passed in its place): "
+            + ", ".join(f"`{p}`" for p in fixed)
+        )
     lines = [*header]
     if target == "parallel":
         lines.append("import numba")
     if target == "cuda":
         lines += [*core_imports, "from numba import cuda"]
-    lines += ["", "", f"def {name}({', '.join(args + outs)}):"]
+    lines += ["", "", f"def {name}({', '.join(arrays + outs)}):"]
     if core:
         lines += [*core, ""]
     lines += [f"    {h} = {a}[0]" for a, h in hoisted.items()]

@@ -547,8 +547,11 @@ def test_unknown_target():
 def test_non_numeric_inputs():
     vec = vectorize(symdiff.grad(f2, argnums=(0, 1)))
     with pytest.raises(
-        symdiff.ArgumentError, match="argument `y` of `f2` has dtype <U1"
+        symdiff.ArgumentError, match="argument `y` of `f2` is an array of strings"
     ):
+        vec(XS, np.array(["a"]))
+    # one string is a static argument, as in a call of the transform
+    with pytest.raises(symdiff.ArgumentError, match="respect to `y`: it is a `str`"):
         vec(XS, "a")
     with pytest.raises(symdiff.ArgumentError, match="`x` of `f2` has complex numbers"):
         vec(XS + 1j, 1.0)
@@ -583,3 +586,82 @@ def test_bad_functions_and_bool_differentiation():
         symdiff.ArgumentError, match="with respect to `flag`: it is a bool"
     ):
         vectorize(symdiff.grad(int_power, argnums=2))(1.0, 2, np.array([True]))
+
+
+# -- static arguments -----------------------------------------------------------------
+def with_mode(x, mode="sq"):
+    return x * x if mode == "sq" else 3.0 * x
+
+
+def with_weight(x, w=None):
+    return x * x if w is None else w * x
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_static_default_that_is_not_passed(target):
+    xs = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(
+        vectorize(symdiff.grad(with_mode), target=target)(xs), 2 * xs
+    )
+    np.testing.assert_array_equal(
+        vectorize(symdiff.grad(with_weight), target=target)(xs), 2 * xs
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_string_passed_is_static_and_numbers_are_batched(target):
+    xs = np.array([1.0, 2.0])
+    vec = vectorize(symdiff.value_and_grad(with_mode), target=target)
+    value, slope = vec(xs, "lin")
+    np.testing.assert_array_equal(value, 3 * xs)
+    np.testing.assert_array_equal(slope, [3.0, 3.0])
+    np.testing.assert_array_equal(vec(xs, mode="sq")[1], 2 * xs)
+    weighted = vectorize(symdiff.grad(with_weight), target=target)
+    np.testing.assert_array_equal(weighted(xs, 4.0), [4.0, 4.0])
+    np.testing.assert_array_equal(weighted(xs, np.array([4.0, 5.0])), [4.0, 5.0])
+    np.testing.assert_array_equal(weighted(xs, None), 2 * xs)
+
+
+def test_the_loop_takes_no_static_argument():
+    vec = vectorize(symdiff.grad(with_mode))
+    before = vec.source  # the default, before any call
+    vec(np.array([1.0]), "lin")
+    for source in (before, vec.source):
+        assert "def with_mode_grad_cpu(x, x_bar):" in source
+        assert "x_bar[i] = with_mode_grad(x[i], 0)" in source
+        assert "# static (the kernel is specialised to it; 0 is passed in its " in (
+            source
+        )
+
+
+def test_static_arguments_with_dask():
+    da = pytest.importorskip("dask.array")
+    xs = np.arange(6.0)
+    vec = vectorize(symdiff.grad(with_mode))
+    got = vec(da.from_array(xs, chunks=2), "lin")
+    np.testing.assert_array_equal(got.compute(), np.full(6, 3.0))
+    np.testing.assert_array_equal(vec(da.from_array(xs, chunks=2)).compute(), 2 * xs)
+
+
+def test_an_array_of_strings_is_refused():
+    vec = vectorize(symdiff.grad(with_mode))
+    with pytest.raises(symdiff.ArgumentError) as info:
+        vec(np.array([1.0, 2.0]), np.array(["sq", "lin"]))
+    assert str(info.value) == (
+        "argument `mode` of `with_mode` is an array of strings (<U3); a string is "
+        "a static argument, which configures the function (the kernel is "
+        "specialised to it): pass one string, and call once per string"
+    )
+    with pytest.raises(symdiff.ArgumentError, match="cannot differentiate"):
+        vectorize(symdiff.grad(with_mode, argnums=1))(np.array([1.0]), "lin")
+
+
+def test_static_arguments_on_cuda():
+    """In Numba's CUDA simulator unless SYMDIFF_TEST_GPU=1: the CUDA kernel takes
+    no array for a static argument either."""
+    pytest.importorskip("numba.cuda")
+    xs = np.array([1.0, 2.0])
+    vec = vectorize(symdiff.grad(with_mode), target="cuda")
+    np.testing.assert_array_equal(vec(xs), 2 * xs)
+    np.testing.assert_array_equal(vec(xs, "lin"), [3.0, 3.0])
+    assert "def with_mode_grad_cuda(x, x_bar):" in vec.source

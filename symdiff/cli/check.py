@@ -35,6 +35,8 @@ from symdiff.cli.kinds import (
     base_kind,
     describe,
     is_array,
+    is_static,
+    sample,
     select_kernel,
 )
 from symdiff.cli.report import json_option, reports_errors, table, write_json
@@ -49,6 +51,7 @@ from symdiff.cli.target import (
     parse_point,
     parse_wrt,
     point_json,
+    users_errors,
 )
 
 DEFAULT_DOMAIN = (-2.0, 2.0)
@@ -92,7 +95,7 @@ def central_difference(
     fourth-order central differences with steps ``h`` and ``h/2``,
     Richardson-extrapolated (sixth order).  An int argument is differentiated as a
     real number: ``fn`` gets floats near it."""
-    x0 = point[i] if element is None else point[i][element]  # type: ignore[index]
+    x0 = point[i] if element is None else point[i][element]
     h = step * max(MIN_SCALE, abs(x0))
 
     def at(offset: float) -> float:
@@ -208,7 +211,9 @@ def _elements(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
 def _draw(rng: random.Random, kind: str, domain: tuple[float, float] | None) -> Value:
     """A random value of a parameter: uniform in its domain, an integer in it for
     an int64 parameter, true or false for a bool; an array of such for an array
-    kind."""
+    kind; a static parameter's own value (it configures the function)."""
+    if is_static(kind):
+        return sample(kind)
     if is_array(kind):
         base = base_kind(kind)
         shape = array_shape(kind)
@@ -307,7 +312,8 @@ def _report_text(params: Sequence[str], rows: Sequence[Row]) -> str:
     help="A point to check, x=1.0,y=2.0 (or 1.0,2.0); repeat for several. "
     "Default: random points.  Values of i64 parameters are integers, of bool "
     "ones true or false; an array is written as nested lists, X=[[1,2],[3,4]] "
-    "(its kind and shape follow).",
+    "(its kind and shape follow).  A parameter whose default is a string or None "
+    "is static: not drawn, its value a Python literal (mode=lin is 'lin').",
 )
 @click.option(
     "--samples",
@@ -401,7 +407,8 @@ def check_command(
     indices = (argnums,) if isinstance(argnums, int) else argnums
     fixed = [parse_point(spec, text, kinds) for text in points]
     ranges = parse_domains(spec, domains, DEFAULT_DOMAIN, kinds)
-    checker = Checker(spec, indices, backend, step, kinds)
+    with users_errors(spec, kinds):
+        checker = Checker(spec, indices, backend, step, kinds)
     skipped = 0
     if fixed:
         chosen = fixed

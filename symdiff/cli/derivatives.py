@@ -47,6 +47,7 @@ from symdiff.cli.target import (
     parse_point,
     parse_wrt,
     point_json,
+    users_errors,
     wrt_names,
 )
 from symdiff.compiled import Compiled
@@ -79,7 +80,9 @@ at_option = click.option(
     help="Evaluate at x=1.0,y=2.0 (or 1.0,2.0) instead of printing the kernel; "
     "repeat for several points.  Values of i64 parameters are integers, of bool "
     "ones true or false; an array is written as nested lists, X=[[1,2],[3,4]] "
-    "(its kind and shape follow).  A parameter with a default may be left out.",
+    "(its kind and shape follow).  A parameter with a default may be left out; "
+    "one whose default is a string or None is static, its value a Python literal "
+    "(mode=lin is the string 'lin').",
 )
 
 
@@ -116,15 +119,18 @@ def _evaluate(
     names: Sequence[str],
     target: Target,
     points: Sequence[tuple[Value, ...]],
+    kinds: Sequence[str],
 ) -> list[dict[str, Any]]:
     results = []
     for point in points:
         # The API picks the kernel by the arguments' types: ints and bools for
-        # i64 and bool parameters give the kernel that was built for them.
-        values = [
-            v.tolist() if isinstance(v, np.ndarray) else float(v)
-            for v in flat(compiled(*point))
-        ]
+        # i64 and bool parameters give the kernel that was built for them (and
+        # a static value the kernel specialised to it).
+        with users_errors(target, kinds, point):
+            values = [
+                v.tolist() if isinstance(v, np.ndarray) else float(v)
+                for v in flat(compiled(*point))
+            ]
         results.append(
             {
                 "at": {
@@ -207,19 +213,22 @@ def show(
     argnums = parse_wrt(target, wrt, kinds)
     parsed = [parse_point(target, text, kinds) for text in points]
     compiled = build(target.fn, argnums)
-    if parsed and _by_sweeps(kind, compiled, kinds):
+    with users_errors(target, kinds):
+        by_sweeps = bool(parsed) and _by_sweeps(kind, compiled, kinds)
+    if by_sweeps:
         # No one kernel (select_kernel says so without --at): the API's values.
         names = _sweep_names(kind, target, argnums, kinds)
-        swept = _evaluate(compiled, names, target, parsed)
+        swept = _evaluate(compiled, names, target, parsed, kinds)
         if as_json or emit == "json":
             write_json(_sweeps_payload(kind, compiled, target, argnums, kinds, swept))
         else:
             _echo_results(kind, target, parsed, swept)
         return
-    kernel = select_kernel(compiled, kinds)  # build it now: errors before any output
+    with users_errors(target, kinds):
+        kernel = select_kernel(compiled, kinds)  # build it now: errors before output
     results = None
     if parsed:
-        results = _evaluate(compiled, kernel.output_names, target, parsed)
+        results = _evaluate(compiled, kernel.output_names, target, parsed, kinds)
     select_kernel(compiled, kinds)  # `compiled.kernel` (latex, sympy) is this one
     if as_json or emit == "json":
         payload = _payload(kind, compiled, target, argnums, emit, kinds)

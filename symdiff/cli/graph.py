@@ -26,6 +26,7 @@ from symdiff.cli.kinds import (
     FLOAT,
     arg_option,
     describe,
+    is_static,
     is_typed,
     kernel_dtypes,
     select_kernel,
@@ -101,7 +102,9 @@ def build_graph(
     kernel: Kernel, title: str, dtypes: dict[str, str] | None = None
 ) -> Graph:
     """The kernel's forward and adjoint nodes, with what connects them.  A
-    parameter that is not a float64 (``dtypes``) says its kind: ``n: i64``."""
+    parameter that is not a float64 (``dtypes``) says its kind: ``n: i64``; a
+    static one is not drawn (the kernel takes a placeholder for it, and its
+    value is a constant of the graph)."""
     dtypes = dtypes or {}
     plan = kernel.plan
     forward = set(topological([*plan.params, *plan.primal]))
@@ -118,6 +121,8 @@ def build_graph(
     names = kernel.schedule.names
     for node in order:
         if node.op == "const":
+            continue
+        if node.op == "param" and is_static(dtypes.get(node.attrs[1], FLOAT)):
             continue
         side = FORWARD if node in forward else ADJOINT
         name = names.get(node) or plan.hints.get(node)
@@ -276,6 +281,10 @@ def graph_command(
         signature = (
             f"\nsignature: ({signature_text(spec.params, list(dtypes.values()))})"
         )
+    static = [p for p, d in dtypes.items() if is_static(d)]
+    if static and not signature:
+        fixed = signature_text(static, [dtypes[p] for p in static])
+        signature = f"\nspecialised to: {fixed}"
     title = (
         f"grad of {spec.name} ({kernel.traced.location}) with respect to "
         f"{', '.join(wrt_names(spec, argnums))}{signature}\n{LEGEND}"

@@ -13,18 +13,28 @@ they are (an exponent, a branch condition).  ``f64[3,4]`` is an array of that
 shape: the kernel is the one for its rank (and its axes of length 1), so the shape
 only has to be representative.
 
+A parameter whose default is a string or None (``mode="sq"``, ``w=None``) is
+static, as in the Python API: it configures the function, the kernel is
+specialised to its value, and it is neither differentiated nor drawn by
+``check``.  Its kind is ``static:`` and the Python literal of that value (the
+library's own kind for a string or None); its ``--at`` values are Python
+literals (``mode=lin`` is the string ``'lin'``).
+
 This module knows nothing of :class:`~symdiff.cli.target.Target` beyond its
 ``name`` and ``params``, so that ``target`` can import it.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from symdiff.frontend.values import STATIC, static_value
 
 if TYPE_CHECKING:
     from symdiff.cli.target import Target
@@ -74,11 +84,16 @@ infer_option = click.option(
 
 def split_items(text: str) -> list[str]:
     """``a=1,b=f64[3,4]`` as ``["a=1", "b=f64[3,4]"]``: commas inside brackets
-    belong to a shape.  Empty items are kept (as ``""``) for the caller to
-    report."""
+    belong to a shape, and commas inside quotes to a string (``mode='a,b'``).
+    Empty items are kept (as ``""``) for the caller to report."""
     items, depth, start = [], 0, 0
+    quote = ""
     for k, char in enumerate(text):
-        if char in "[(":
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[(":
             depth += 1
         elif char in "])":
             depth = max(depth - 1, 0)
@@ -184,6 +199,47 @@ def literal_array_kind(raw: str, name: str) -> str | None:
     return f"{FLOAT}[{','.join(map(str, shape))}]"
 
 
+#: What a static parameter's ``--at`` value may be: the values of Python
+#: literals that configure a function (not containers: those are data).
+_STATIC_TYPES = (str, bool, int, float, type(None))
+
+
+def static_literal(raw: str, name: str, option: str) -> Any:
+    """A static parameter's ``--at`` value: a Python literal (``'lin'``, ``None``,
+    ``True``, ``2.5``; ``true`` and ``false`` too, as for bools), else the text
+    as written, a string (``mode=lin``)."""
+    text = raw.strip()
+    if text.lower() in _BOOL_LITERALS:
+        return _BOOL_LITERALS[text.lower()]
+    if not text:
+        raise click.BadParameter(
+            f"`{name}=`: no value given (an empty string is {name}='')",
+            param_hint=f"'{option}'",
+        )
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if text[0] in "'\"":
+            raise click.BadParameter(
+                f"`{name}={text}`: not a string literal (is a quote missing?)",
+                param_hint=f"'{option}'",
+            ) from None
+        return text  # a bare word: the string as written
+    if not isinstance(value, _STATIC_TYPES):
+        raise click.BadParameter(
+            f"`{name}={text}`: {name} is static (its default is a string or "
+            "None): its value is a string, None, true/false or a number, not a "
+            f"{type(value).__name__}",
+            param_hint=f"'{option}'",
+        )
+    return value
+
+
+def static_kind_of(value: Any) -> str:
+    """The kind of a static parameter given ``value``: ``static:'lin'``."""
+    return STATIC + repr(value)
+
+
 def literal_kind(raw: str) -> str:
     """What ``--infer-kinds`` makes of one ``--at`` value."""
     text = raw.strip()
@@ -214,8 +270,11 @@ def infer(target: Target, points: Sequence[Mapping[str, str]]) -> dict[str, str]
 
 
 def parse_value(raw: str, kind: str, name: str, option: str) -> Any:
-    """One ``--at`` value as a Python float, int or bool, by the parameter's kind."""
+    """One ``--at`` value as a Python float, int or bool, by the parameter's kind
+    (a Python literal for a static parameter)."""
     text = raw.strip()
+    if is_static(kind):
+        return static_literal(text, name, option)
     if is_array(kind):
         value = array_literal(text, name, option)
         if value.shape != array_shape(kind):
@@ -267,17 +326,34 @@ def format_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    return f"{value:.6g}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if value is None or isinstance(value, str):
+        return repr(value)
+    return str(getattr(value, "__name__", None) or repr(value))  # a static object
 
 
 # -- kernels ------------------------------------------------------------------------
+def is_static(kind: str) -> bool:
+    """A static parameter's kind (``static:'sq'``): the kernel is specialised to
+    the value, which is a constant to it."""
+    return kind.startswith(STATIC)
+
+
+def static_text(kind: str) -> str:
+    """A static kind's value as the kernel's header shows it: ``'sq'``, ``None``;
+    an object (a default ``act=np.tanh``) by its name."""
+    return format_value(static_value(kind))
+
+
 def is_array(kind: str) -> bool:
-    return "[" in kind
+    # a static string may hold brackets (``static:'a[1]'``)
+    return "[" in kind and not is_static(kind)
 
 
 def base_kind(kind: str) -> str:
     """The element kind: ``float64`` of ``float64[3,4]`` (of ``float64`` too)."""
-    return kind.split("[")[0]
+    return kind if is_static(kind) else kind.split("[")[0]
 
 
 def array_shape(kind: str) -> tuple[int, ...]:
@@ -285,7 +361,10 @@ def array_shape(kind: str) -> tuple[int, ...]:
 
 
 def sample(kind: str) -> Any:
-    """A value of a kind (an array of ones for an array kind)."""
+    """A value of a kind (an array of ones for an array kind, the value itself
+    for a static kind)."""
+    if is_static(kind):
+        return static_value(kind)
     if is_array(kind):
         import numpy as np
 
@@ -296,7 +375,10 @@ def sample(kind: str) -> Any:
 
 
 def short(kind: str) -> str:
-    """``f64``, ``i64[3]``: a kind as ``--arg`` spells it."""
+    """``f64``, ``i64[3]``: a kind as ``--arg`` spells it (``static 'sq'`` for a
+    static one)."""
+    if is_static(kind):
+        return f"static {static_text(kind)}"
     if is_array(kind):
         return SHORT[base_kind(kind)] + kind[kind.index("[") :]
     return SHORT[kind]
@@ -315,8 +397,9 @@ def numba_type(dtype: str, contiguous: bool = True) -> str:
 
 
 def is_typed(kinds: Iterable[str]) -> bool:
-    """Some parameter is not a float64 (the default signature)."""
-    return any(kind != FLOAT for kind in kinds)
+    """Some parameter is not a float64 (the default signature); a static one
+    does not count, as the kernel's header says what it is specialised to."""
+    return any(kind != FLOAT and not is_static(kind) for kind in kinds)
 
 
 def kernel_dtypes(compiled: Compiled, kinds: Sequence[str]) -> tuple[str, ...]:
@@ -333,7 +416,11 @@ def select_kernel(compiled: Compiled, kinds: Sequence[str]) -> Kernel:
 
 
 def signature_text(params: Sequence[str], dtypes: Sequence[str]) -> str:
-    return ", ".join(f"{p}: {d}" for p, d in zip(params, dtypes, strict=True))
+    """``x: float64, n: int64, mode = 'sq'`` (a static parameter by its value)."""
+    return ", ".join(
+        f"{p} = {static_text(d)}" if is_static(d) else f"{p}: {d}"
+        for p, d in zip(params, dtypes, strict=True)
+    )
 
 
 def with_signature(source: str, params: Sequence[str], dtypes: Sequence[str]) -> str:
@@ -355,6 +442,8 @@ def kinds_flag(params: Sequence[str], kinds: Sequence[str]) -> str | None:
     """``n=i64,flag=bool`` for the parameters that are not float64 (for a
     ``Regenerate with`` line), or None."""
     named = [
-        f"{p}={short(k)}" for p, k in zip(params, kinds, strict=True) if k != FLOAT
+        f"{p}={short(k)}"
+        for p, k in zip(params, kinds, strict=True)
+        if k != FLOAT and not is_static(k)
     ]
     return ",".join(named) or None

@@ -22,7 +22,7 @@ import os
 import sys
 import traceback
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,16 +32,24 @@ from symdiff.cli.kinds import (
     BOOL,
     FLOAT,
     INT,
+    array_shape,
     base_kind,
     format_value,
     infer,
+    is_array,
+    is_static,
     literal_array_kind,
     parse_kinds,
     parse_value,
+    sample,
     short,
     split_items,
+    static_kind_of,
+    static_literal,
+    static_text,
 )
 from symdiff.compiled import Compiled, annotated_dtype
+from symdiff.errors import SymdiffError
 
 
 class Failure(click.ClickException):
@@ -272,11 +280,13 @@ def parse_wrt(
     target: Target, wrt: str | None, kinds: Sequence[str] | None = None
 ) -> int | tuple[int, ...]:
     """``--wrt x,y`` or ``--wrt 0,1`` as ``argnums``; by default every parameter
-    (every float64 one when ``kinds`` declares some int64 or bool).
+    (every float64 one when ``kinds`` declares some int64 or bool or a static
+    one).
 
     One parameter gives an int (derivatives come back as numbers, as with
     ``symdiff.grad(f)``), several a tuple.  An int64 parameter may be named (it is
-    differentiated as a real number, as the API does); a bool may not.
+    differentiated as a real number, as the API does); a bool may not, nor a
+    static one unless its value is a number.
     """
     params = target.params
     if not params:
@@ -300,8 +310,21 @@ def parse_wrt(
                 "bool (only f64 and i64 parameters can be differentiated)",
                 param_hint="'--wrt'",
             )
+        if is_static(kinds[index]) and not _is_number(sample(kinds[index])):
+            name = params[index]
+            raise click.BadParameter(
+                f"cannot differentiate with respect to `{name}`: it is static "
+                f"({name}={static_text(kinds[index])}; a parameter whose default is "
+                "a string or None configures the function)\n  help: to "
+                f"differentiate it, make it a number: --arg {name}=f64",
+                param_hint="'--wrt'",
+            )
         argnums.append(index)
     return argnums[0] if len(argnums) == 1 else tuple(argnums)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _nothing_by_default(target: Target, kinds: Sequence[str]) -> str:
@@ -344,7 +367,9 @@ def wrt_names(target: Target, argnums: int | tuple[int, ...]) -> list[str]:
 
 
 # -- points and kinds -----------------------------------------------------------------
-Value = float | int | bool
+#: A parameter's value at a point: a number, an array, or a static parameter's
+#: value (a string, None, the object of its default).
+Value = Any
 
 
 def point_items(target: Target, text: str) -> dict[str, str]:
@@ -384,21 +409,34 @@ def argument_kinds(
 ) -> tuple[str, ...]:
     """Each parameter's kind: from ``--arg``, else (with ``--infer-kinds``) from
     the ``--at`` values, else from an ``int``/``bool`` annotation or default
-    (``def f(x, n=3)``: as ``.source`` before a call shows it), else float64."""
+    (``def f(x, n=3)``: as ``.source`` before a call shows it), else float64.
+
+    A parameter whose default is a string or None is static, as in the API
+    (``def f(x, mode="sq")``): its kind is that of its value at the first point
+    that gives one (``--at mode=lin``), else of its default."""
     declared = parse_kinds(target, arg_texts)
     items = [point_items(target, t) for t in points]
     inferred = infer(target, items) if infer_kinds else {}
     # an array written out at --at ([1, 2, 3]) is an array, with or without
     # --infer-kinds: nothing else can be meant
+    arrays: dict[str, str] = {}
     for point in items:
         for name, raw in point.items():
             kind = literal_array_kind(raw, name)
             if kind is not None and name not in declared:
-                inferred[name] = kind
-    return tuple(
-        declared.get(p) or inferred.get(p) or _annotated_kind(target, p)
-        for p in target.params
-    )
+                arrays[name] = kind
+    kinds = []
+    for p in target.params:
+        assumed = _annotated_kind(target, p)
+        if p in declared or p in arrays or not is_static(assumed):
+            kinds.append(declared.get(p) or arrays.get(p) or inferred.get(p) or assumed)
+            continue
+        # static: the kernel shown (and checked) is the one for its first value
+        given = [point[p] for point in items if p in point]
+        if given:
+            assumed = static_kind_of(static_literal(given[0], p, "--at"))
+        kinds.append(assumed)
+    return tuple(kinds)
 
 
 def _annotated_kind(target: Target, name: str) -> str:
@@ -433,8 +471,11 @@ def parse_point(
 
 def _default(target: Target, name: str, kind: str) -> Value:
     """A parameter's default value as a value of its kind (``y=2`` is 2.0 for a
-    float64 parameter), or a usage error when it is not one."""
+    float64 parameter; a static parameter's as it is), or a usage error when it
+    is not one."""
     value = target.defaults[name]
+    if is_static(kind):
+        return value
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == BOOL:
         fits = isinstance(value, bool)
@@ -456,9 +497,19 @@ _EXAMPLE = {INT: "{k}", BOOL: "true", FLOAT: "{k}.0"}
 
 def _example_point(params: Sequence[str], kinds: Sequence[str]) -> str:
     return ",".join(
-        f"{p}={_EXAMPLE[kind].format(k=k + 1)}"
+        f"{p}={_example_value(kind, k + 1)}"
         for k, (p, kind) in enumerate(zip(params, kinds, strict=True))
     )
+
+
+def _example_value(kind: str, k: int) -> str:
+    if is_static(kind):
+        return static_text(kind)
+    if is_array(kind):
+        import numpy as np
+
+        return str(np.full(array_shape(kind), k).tolist()).replace(" ", "")
+    return _EXAMPLE[kind].format(k=k)
 
 
 def _number(raw: str, option: str, name: str) -> float:
@@ -478,11 +529,16 @@ def parse_domains(
     kinds: Sequence[str] | None = None,
 ) -> dict[str, tuple[float, float]]:
     """``--domain x=0.1:2,y=-1:1`` as ``{name: (low, high)}`` for every parameter
-    that is not a bool (an int64 one needs an integer between LOW and HIGH)."""
+    that is not a bool or static (an int64 one needs an integer between LOW and
+    HIGH)."""
     kind_of = dict(
         zip(target.params, kinds or (FLOAT,) * len(target.params), strict=True)
     )
-    domains = {p: default for p in target.params if kind_of[p] != BOOL}
+    domains = {
+        p: default
+        for p in target.params
+        if kind_of[p] != BOOL and not is_static(kind_of[p])
+    }
     for text in texts:
         for item in (part.strip() for part in text.split(",") if part.strip()):
             name, eq, bounds = item.partition("=")
@@ -495,6 +551,13 @@ def parse_domains(
             if kind_of.get(name) == BOOL:
                 raise click.BadParameter(
                     f"`{name}` is a bool: its random values are true and false",
+                    param_hint="'--domain'",
+                )
+            if is_static(kind_of.get(name, FLOAT)):
+                raise click.BadParameter(
+                    f"`{name}` is static: it keeps its value, "
+                    f"{static_text(kind_of[name])}, at every point (set it with "
+                    f"--at {name}=...)",
                     param_hint="'--domain'",
                 )
             if name not in domains:
@@ -523,6 +586,36 @@ def format_point(params: Sequence[str], point: Sequence[Value]) -> str:
     )
 
 
+@contextlib.contextmanager
+def users_errors(
+    target: Target, kinds: Sequence[str], point: Sequence[Value] | None = None
+) -> Iterator[None]:
+    """A failure for what the user's function raises while it is traced or
+    run, such as its own ``raise ValueError(f"unknown mode {mode!r}")`` that a
+    static value reaches (symdiff raises the user's exception, as Python
+    would), naming the static values (``point``'s, else those of ``kinds``);
+    symdiff's own errors pass through."""
+    try:
+        yield
+    except SymdiffError:
+        raise
+    except (ArithmeticError, ValueError, TypeError) as exc:
+        static = [
+            f"{p}={static_text(k) if point is None else format_value(point[i])}"
+            for i, (p, k) in enumerate(zip(target.params, kinds, strict=True))
+            if is_static(k)
+        ]
+        where = f" (with {', '.join(static)})" if static else ""
+        raise Failure(
+            f"{target.label} raised {type(exc).__name__}: {exc}{where}"
+        ) from None
+
+
 def point_json(value: Any) -> Any:
-    """A point's value for ``--json`` (arrays as nested lists)."""
-    return value.tolist() if hasattr(value, "tolist") else value
+    """A point's value for ``--json`` (arrays as nested lists; a static object,
+    such as a function, by its name)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return format_value(value)
