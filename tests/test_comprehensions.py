@@ -458,7 +458,8 @@ RUN_TIME_FILTER = (
     "with sum(... if cond), which may filter at run time",
 )
 ARGUMENT_ONLY = (
-    "it is supported as the argument of sum(), max(), min(), tuple() or list()"
+    "it is supported as the argument of sum(), max(), min(), tuple(), list(), "
+    "any(), all(), math.fsum() or math.prod()"
 )
 
 ERRORS = [

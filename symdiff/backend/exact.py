@@ -13,7 +13,9 @@ the two differ, the source is rewritten to Numba's semantics or refused:
   into ``exp2(x)``).
 * ``min``/``max``: Numba converts both operands to their common type first;
   ``np.sign``/``np.floor``/``np.ceil`` and ``np.maximum``/``np.minimum``/
-  ``np.fmax``/``np.fmin``: replaced by their Numba definitions with Python floats.
+  ``np.fmax``/``np.fmin``: replaced by their Numba definitions with Python floats;
+  ``np.cbrt``: libm's ``cbrt`` in Numba, Python's ``math.cbrt`` (refused before
+  Python 3.11, which has only NumPy's own).
 * Integer literals stay integers: where one meets a float, Python converts it to
   float64 as Numba does (``select`` arms and ``min``/``max`` operands are made
   floats explicitly).  Arithmetic between literals alone (Numba's int64 wraps
@@ -32,6 +34,7 @@ against the Numba kernel on the corpus.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +45,7 @@ from symdiff.ir.ops import OPS
 #: ``math`` functions whose CPython and Numba versions call the same libm function.
 MATH_FUNCTIONS = frozenset(
     "exp expm1 log log1p log2 log10 sqrt sin cos tan asin acos atan sinh cosh tanh "
-    "asinh acosh atanh erf erfc atan2 copysign".split()
+    "asinh acosh atanh erf erfc atan2 copysign ldexp gcd".split()
 )
 MATH_CONSTANTS = frozenset({"inf", "nan"})
 
@@ -152,6 +155,15 @@ def sign(x: float) -> float:
     return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else float(x))
 
 
+def cbrt(x: float) -> float:
+    """Numba's ``np.cbrt``: libm's ``cbrt``, which is Python's ``math.cbrt``
+    (NumPy's own can differ in the last bit; Python 3.10 has no other)."""
+    exact = getattr(math, "cbrt", None)
+    if exact is None:
+        raise Unsupported("libm's cbrt")
+    return exact(x)  # type: ignore[no-any-return]
+
+
 def floor(x: float) -> float:
     return float(np.floor(x))
 
@@ -166,6 +178,7 @@ def ceil(x: float) -> float:
 _REPLACED_CALLS: dict[str, Callable[..., Any]] = {"min": minimum, "max": maximum}
 _NUMPY_CALLS: dict[str, Callable[..., Any]] = {
     "sign": sign,
+    "cbrt": cbrt,
     "floor": floor,
     "ceil": ceil,
     "maximum": np_maximum,

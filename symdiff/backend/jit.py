@@ -258,6 +258,9 @@ IEEE_MATH = types.SimpleNamespace(
     # C's lgamma/tgamma answers (inf at the poles, NaN below them) where Python raises
     lgamma=_elementwise(OPS["lgamma"].impl),  # type: ignore[arg-type]
     gamma=_elementwise(OPS["gamma"].impl),  # type: ignore[arg-type]
+    # inf on overflow, where Python raises; exact otherwise, as C's ldexp
+    ldexp=lambda x, i: np.float64(OPS["ldexp"].impl(x, i)),  # type: ignore[misc]
+    gcd=math.gcd,
     **{
         name: _ieee(getattr(np, np_name))
         for name, np_name in {
@@ -286,6 +289,23 @@ IEEE_MATH = types.SimpleNamespace(
         }.items()
     },
 )
+
+
+class _KernelNumpy(types.ModuleType):
+    """Stand-in for ``np`` when generated code runs as plain Python: NumPy,
+    except where Numba's version of a function differs (``np.cbrt`` is libm's
+    ``cbrt`` there, as Python's ``math.cbrt``; NumPy's own can differ in the
+    last bit)."""
+
+    def __init__(self) -> None:
+        super().__init__("numpy")
+        self.cbrt = _elementwise(OPS["cbrt"].impl)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+
+KERNEL_NUMPY = _KernelNumpy()
 
 
 def python_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -343,6 +363,8 @@ def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[...
         namespace["int"] = OPS["int"].impl  # NaN: no exception, as in Numba
         if "math" in namespace:
             namespace["math"] = IEEE_MATH
+        if namespace.get("np") is np:
+            namespace["np"] = KERNEL_NUMPY
     fn = namespace[name]
     assert callable(fn)
     return fn  # type: ignore[no-any-return]

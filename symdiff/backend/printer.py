@@ -17,7 +17,22 @@ from symdiff.ir.node import Node
 from symdiff.opt.schedule import Schedule
 
 # Python operator precedence, loosest first.
-P_IFEXP, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_UNARY, P_POW, P_ATOM = range(10)
+(
+    P_IFEXP,
+    P_OR,
+    P_AND,
+    P_NOT,
+    P_CMP,
+    P_BITOR,
+    P_BITXOR,
+    P_BITAND,
+    P_SHIFT,
+    P_ADD,
+    P_MUL,
+    P_UNARY,
+    P_POW,
+    P_ATOM,
+) = range(14)
 
 # fmt: off
 #: op -> (template, precedence, parenthesise-left-at, parenthesise-right-at).
@@ -73,6 +88,16 @@ TEMPLATES: dict[str, tuple[str, int, int, int]] = {
     "lgamma":   ("math.lgamma({0})",   P_ATOM,  0,        0),
     "gamma":    ("math.gamma({0})",    P_ATOM,  0,        0),
     "logaddexp": ("np.logaddexp({0}, {1})", P_ATOM, 0,    0),
+    # Numba's np.cbrt is libm's cbrt, as Python's math.cbrt
+    "cbrt":     ("np.cbrt({0})",       P_ATOM,  0,        0),
+    "ldexp":    ("math.ldexp({0}, {1})", P_ATOM, 0,       0),
+    "gcd":      ("math.gcd({0}, {1})", P_ATOM,  0,        0),
+    "bitand":   ("{0} & {1}",          P_BITAND, P_BITAND, P_BITAND + 1),
+    "bitor":    ("{0} | {1}",          P_BITOR, P_BITOR,  P_BITOR + 1),
+    "bitxor":   ("{0} ^ {1}",          P_BITXOR, P_BITXOR, P_BITXOR + 1),
+    "lshift":   ("{0} << {1}",         P_SHIFT, P_SHIFT,  P_SHIFT + 1),
+    "rshift":   ("{0} >> {1}",         P_SHIFT, P_SHIFT,  P_SHIFT + 1),
+    "invert":   ("~{0}",               P_UNARY, P_UNARY,  0),
     "sigmoid":  ("1.0 / (1.0 + math.exp(-{0}))", P_MUL, P_UNARY + 1, 0),
     "softplus": ("max({0}, 0.0) + math.log1p(math.exp(-abs({0})))", P_ADD, 0, 0),
     "lt":       ("{0} < {1}",          P_CMP,   P_CMP + 1, P_CMP + 1),
@@ -110,6 +135,8 @@ CUDA_HELPERS: dict[str, tuple[str, str]] = {
         "return x if not abs(x) < 4503599627370496.0 "
         "else math.copysign(float(math.ceil(x)), x)",
     ),
+    # CUDA's libdevice cbrt (correctly rounded or close; glibc's can differ)
+    "cbrt": ("x", "return cuda.cbrt(x)"),
     "maximum": ("a, b", "return a if a != a or a >= b else b"),
     "minimum": ("a, b", "return a if a != a or a <= b else b"),
     "fmax": ("a, b", "return a if b != b or a >= b else b"),

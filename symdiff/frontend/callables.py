@@ -25,12 +25,14 @@ from symdiff.ir.build import (
     div,
     logical_and,
     logical_not,
+    logical_or,
     mul,
     neg,
     pow_,
     select,
     sub,
     to_float,
+    to_int,
     truncate,
 )
 from symdiff.ir.node import Node, constant
@@ -215,6 +217,155 @@ def _comb(n: Node, k: Node) -> Node:
     return select(inside, value, ZERO)
 
 
+def _fmod(a: Node, b: Node) -> Node:
+    """``math.fmod``: C's ``fmod``, the sign of ``a``, as ``copysign(|a| % |b|,
+    a)`` (``%`` of positive floats is ``fmod`` exactly); slopes 1 and
+    ``-trunc(a / b)``."""
+    x, y = to_float(a), to_float(b)
+    return apply("copysign", apply("mod", apply("abs", x), apply("abs", y)), x)
+
+
+def _remainder(a: Node, b: Node) -> Node:
+    """``math.remainder``: ``a - n * b`` with ``n`` the integer nearest ``a / b``
+    (ties to even), exact; CPython's ``m_remainder`` step by step.  NaN where
+    Python raises (``b == 0``, ``a`` infinite); ``a`` where ``b`` is infinite."""
+    x, y = to_float(a), to_float(b)
+    ax, ay = apply("abs", x), apply("abs", y)
+    m = apply("mod", ax, ay)  # fmod of positive numbers
+    c = sub(ay, m)
+    half = apply("mod", mul(constant(0.5), sub(ax, m)), ay)
+    tie = sub(m, mul(constant(2.0), half))
+    r = select(apply("lt", m, c), m, select(apply("gt", m, c), neg(c), tie))
+    return mul(apply("copysign", ONE, x), r)
+
+
+def _integer(k: Node, name: str) -> Node:
+    """``k`` as an int64 (a bool is 0 or 1); Unsupported for a float, for which
+    Python raises TypeError."""
+    if k.dtype == "float64":
+        raise Unsupported(
+            f"`{name}` takes integers, not floats (Python raises TypeError)",
+            "pass an int (an int argument, len(x), int(x), a loop index)",
+        )
+    return truncate(k)
+
+
+def _ldexp(x: Node, i: Node) -> Node:
+    """``math.ldexp``: ``x * 2**i`` rounded once; ``i`` an int, kept within
+    +-2200 (past which every finite ``x`` overflows or underflows) for C's
+    ``int`` parameter."""
+    k = _integer(i, "math.ldexp's exponent")
+    if k.op != "const":
+        k = apply("max", apply("min", k, constant(2200)), constant(-2200))
+    elif abs(k.value) > 2200:
+        k = constant(2200 if k.value > 0 else -2200)
+    return apply("ldexp", to_float(x), k)
+
+
+def _gcd(*args: Node) -> Node:
+    """``math.gcd`` of any number of ints (0 of none), Python's: never negative."""
+    nodes = [_integer(a, "math.gcd") for a in args]
+    if not nodes:
+        return constant(0)
+    result = apply("abs", nodes[0])
+    for node in nodes[1:]:
+        result = apply("gcd", result, node)
+    return result
+
+
+def _lcm(*args: Node) -> Node:
+    """``math.lcm`` of any number of ints (1 of none): ``|a // gcd(a, b) * b|``,
+    0 where an operand is 0."""
+    nodes = [_integer(a, "math.lcm") for a in args]
+    if not nodes:
+        return constant(1)
+    result = apply("abs", nodes[0])
+    for node in nodes[1:]:
+        g = apply("gcd", result, node)
+        multiple = apply("abs", mul(apply("floordiv", result, g), node))
+        result = select(apply("eq", g, constant(0)), constant(0), multiple)
+    return result
+
+
+def _perm(n: Node, k: Node | None = None) -> Node:
+    """``math.perm``: exact for constants; ``n! / (n - k)!`` from ``lgamma``,
+    rounded to an int, for ints known when the kernel runs (exact while below
+    about 1e13, as ``math.comb``), 0 where ``k > n``; ``math.factorial(n)``
+    without ``k``."""
+    if k is None:
+        return _factorial(n)
+    a = _whole(n, "math.perm", "`n`")
+    b = _whole(k, "math.perm", "`k`")
+    if a is not None and b is not None:
+        return _exact(math.perm(a, b))
+
+    def lgamma1(v: Node) -> Node:
+        return apply("lgamma", add(to_float(v), ONE))
+
+    log = sub(lgamma1(n), lgamma1(sub(n, k)))
+    value = truncate(apply("floor", add(apply("exp", log), constant(0.5))))
+    inside = logical_and(apply("ge", k, constant(0)), apply("le", k, n))
+    return select(inside, value, constant(0))
+
+
+_SYMBOLS = {
+    "bitand": "&",
+    "bitor": "|",
+    "bitxor": "^",
+    "lshift": "<<",
+    "rshift": ">>",
+    "invert": "~",
+}
+
+
+def _int_operand(x: Node, op: str) -> Node:
+    if x.dtype == "float64":
+        raise Unsupported(
+            f"operator `{_SYMBOLS[op]}` takes integers (Python raises TypeError "
+            "for a float)",
+            "convert first: int(x), or use math.floor/round",
+        )
+    return to_int(x)
+
+
+def bitwise(op: str) -> Callable[[Node, Node], Node]:
+    """The builder of ``a & b``, ``a | b``, ``a ^ b``, ``a << b`` or ``a >> b``
+    (``op``: bitand, bitor, bitxor, lshift, rshift) of ints, int64 as in the
+    kernel; of two bools ``&``, ``|``, ``^`` stay logical, as in Python."""
+
+    def build(a: Node, b: Node) -> Node:
+        if a.dtype == b.dtype == "bool" and op in ("bitand", "bitor", "bitxor"):
+            logic = {"bitand": logical_and, "bitor": logical_or}.get(op)
+            return logic(a, b) if logic else apply("ne", a, b)
+        x, y = _int_operand(a, op), _int_operand(b, op)
+        if op in ("lshift", "rshift"):
+            return _shift(op, x, y)
+        return apply(op, x, y)
+
+    return build
+
+
+def _shift(op: str, x: Node, n: Node) -> Node:
+    """``x << n`` / ``x >> n`` for any count: the machine shift is undefined
+    from 64 on, where Python's ``<<`` gives 0 once wrapped to int64 and its
+    ``>>`` gives 0 or -1 (a shift by 63).  A negative count raises in Python."""
+    if n.op == "const":
+        if n.value < 0:
+            raise Unsupported("negative shift count (Python raises ValueError)")
+        if n.value < 64:
+            return apply(op, x, n)
+        return apply("rshift", x, constant(63)) if op == "rshift" else constant(0)
+    within = apply("min", apply("max", n, constant(0)), constant(63))
+    if op == "rshift":
+        return apply("rshift", x, within)
+    return select(apply("gt", n, constant(63)), constant(0), apply(op, x, within))
+
+
+def invert(x: Node) -> Node:
+    """``~x`` of an int: ``-x - 1``."""
+    return apply("invert", _int_operand(x, "invert"))
+
+
 def _table() -> dict[int, Builtin]:
     table: dict[int, Builtin] = {}
 
@@ -279,6 +430,14 @@ def _table() -> dict[int, Builtin]:
     add(math.trunc, Builtin("math.trunc", 1, 1, truncate))
     add(math.factorial, Builtin("math.factorial", 1, 1, _factorial))
     add(math.comb, Builtin("math.comb", 2, 2, _comb))
+    add(math.perm, Builtin("math.perm", 1, 2, _perm))
+    add(math.gcd, Builtin("math.gcd", 0, None, _gcd))
+    add(getattr(math, "lcm", None), Builtin("math.lcm", 0, None, _lcm))
+    add(math.fmod, Builtin("math.fmod", 2, 2, _fmod))
+    add(math.remainder, Builtin("math.remainder", 2, 2, _remainder))
+    add(math.ldexp, Builtin("math.ldexp", 2, 2, _ldexp))
+    add(getattr(math, "cbrt", None), Builtin("math.cbrt", 1, 1, _op("cbrt")))
+    add(np.cbrt, Builtin("numpy.cbrt", 1, 1, _op("cbrt")))
     add(stop_gradient, Builtin("symdiff.stop_gradient", 1, 1, _op("stop_gradient")))
     return table
 

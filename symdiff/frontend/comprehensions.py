@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
+from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import Unsupported
 from symdiff.frontend.loops import UNROLL, LoopContext, Source, _widen
 from symdiff.frontend.statements import LIST_HINT, _local_names_of
@@ -195,6 +196,7 @@ class ComprehensionLowering:
     error: Callable[..., Node]
     expr: Callable[..., Value]
     block: Callable[..., None]
+    _build: Callable[..., Value]
     scalar: Callable[..., Node]
     condition: Callable[..., Node]
     for_loop: Callable[..., None]
@@ -252,13 +254,21 @@ class ComprehensionLowering:
                 )
             consumer = "list" if obj is builtins.list else obj.__name__  # type: ignore[attr-defined]
             return self.comprehension(gen, consumer)
+        consumed = MN.GENERATOR_CONSUMERS.get(id(obj))
+        if consumed is not None and len(args) == 1 and not kw:
+            # math.fsum / math.prod / any / all of a generator: of its items
+            items = self.comprehension(gen, "tuple")
+            if items is self.poison:
+                return items
+            return self._build(node, name, consumed[1], [items], {})
         hint = "write the generator as a list comprehension `[... for ...]`"
         if name in ("np.sum", "numpy.sum"):
             hint = "use Python's sum(... for ...), or np.sum of an array"
         return self.error(
             gen,
             f"a generator expression cannot be passed to `{name}`: it is supported "
-            "as the argument of sum(), max(), min(), tuple() or list()",
+            "as the argument of sum(), max(), min(), tuple(), list(), any(), "
+            "all(), math.fsum() or math.prod()",
             hint,
         )
 

@@ -23,7 +23,7 @@ from symdiff.frontend import linalg as LN
 from symdiff.frontend import masks
 from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
-from symdiff.frontend.callables import lookup
+from symdiff.frontend.callables import bitwise, invert, lookup
 from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
@@ -41,6 +41,12 @@ BINOPS: dict[type, Callable[[Node, Node], Node]] = {
     ast.Pow: B.pow_,
     ast.FloorDiv: lambda a, b: B.apply("floordiv", a, b),
     ast.Mod: lambda a, b: B.apply("mod", a, b),
+    # on ints (bool arrays' & and | are masks, handled first)
+    ast.BitAnd: bitwise("bitand"),
+    ast.BitOr: bitwise("bitor"),
+    ast.BitXor: bitwise("bitxor"),
+    ast.LShift: bitwise("lshift"),
+    ast.RShift: bitwise("rshift"),
 }
 
 #: An operand of ``and``/``or`` known while tracing not to decide it.
@@ -727,6 +733,8 @@ class ExpressionLowering:
             return B.logical_not(B.truth(operand))
         if operand.dtype == "bool":  # `~mask`: NumPy's element-wise not
             return B.logical_not(operand)
+        if operand.dtype == "int64":
+            return invert(operand)
         return self.error(
             node,
             "operator `~` is supported on bools and bool arrays only",

@@ -15,6 +15,7 @@ both (``np.sum``/``np.mean``, with ``where=``, are here).
 
 from __future__ import annotations
 
+import builtins
 import math
 import sys
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import linalg as LA
 from symdiff.ir import shapes as S
-from symdiff.ir.node import Node, constant
+from symdiff.ir.node import Node, constant, make
 
 Builder = Callable[..., Value]
 
@@ -466,14 +467,108 @@ def _items(value: Value, name: str) -> list[Node] | Node:
 
 
 def _fsum(iterable: Value) -> Node:
-    """``math.fsum``: the sum (rounded as each addition is, not exactly once)."""
+    """``math.fsum``: the exact sum, rounded once (Python's, bit for bit), of a
+    tuple; of a 1-D array, the sum rounded as each addition is."""
     items = _items(iterable, "math.fsum")
     if isinstance(items, Node):
         return A.reduce("sum", B.to_float(items), (0,))
-    total: Node = B.ZERO
-    for item in items:
-        total = B.add(total, B.to_float(item))
-    return total
+    terms = [B.to_float(item) for item in items]
+    consts = [t.value for t in terms if t.op == "const"]
+    values = [t for t in terms if t.op != "const"]
+    if not values:
+        return constant(_python_fsum(consts))
+    plain = terms[0]
+    for term in terms[1:]:
+        plain = B.add(plain, term)
+    if not all(map(math.isfinite, consts)):
+        return plain  # an infinity or a NaN decides, as in Python
+    expansion = [constant(p) for p in _partials(consts)]
+    if len(expansion) + len(values) <= 2:
+        # at most one addition, which IEEE rounds correctly already
+        parts = [*values, *expansion]
+        total = parts[0] if len(parts) == 1 else B.add(parts[0], parts[1])
+    else:
+        for value in values:
+            expansion = _grow(expansion, value)
+        total = B.select(_isfinite(expansion[-1]), _rounded(expansion), plain)
+    # Python's fsum of zeros is +0.0, whatever their signs
+    total = B.select(B.apply("eq", total, B.ZERO), B.ZERO, total)
+    # the slope is 1 for each term; none flows through the exact arithmetic
+    partials = (B.ONE,) * len(values)
+    return make("custom", (*values, total), (partials, None), dtype="float64")
+
+
+def _python_fsum(values: list[float]) -> float:
+    """``math.fsum`` of constants, with the IEEE value where Python raises."""
+    try:
+        return math.fsum(values)
+    except (OverflowError, ValueError):  # inf + -inf, or an intermediate overflow
+        return float(np.sum(np.array(values, dtype=np.float64)))
+
+
+def _partials(values: list[float]) -> list[float]:
+    """CPython's ``fsum`` partials of finite constants: non-overlapping, by
+    increasing magnitude, their sum exactly the sum of ``values``."""
+    partials: list[float] = []
+    for x in values:
+        kept = []
+        for y in partials:
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                kept.append(lo)
+            x = hi
+        partials = kept + ([x] if x != 0.0 else [])
+    return partials
+
+
+def _two_sum(a: Node, b: Node) -> tuple[Node, Node]:
+    """Knuth's two-sum: ``s = a + b`` rounded and its exact error ``e``
+    (``a + b == s + e`` exactly, barring overflow), without branches."""
+    s = B.add(a, b)
+    b_virtual = B.sub(s, a)
+    a_virtual = B.sub(s, b_virtual)
+    return s, B.add(B.sub(a, a_virtual), B.sub(b, b_virtual))
+
+
+def _grow(expansion: list[Node], x: Node) -> list[Node]:
+    """Shewchuk's grow-expansion: ``expansion`` (non-overlapping, by increasing
+    magnitude, zeros anywhere) plus ``x``, exactly, as such an expansion."""
+    grown = []
+    for component in expansion:
+        x, error = _two_sum(x, component)
+        grown.append(error)
+    return [*grown, x]
+
+
+def _rounded(expansion: list[Node]) -> Node:
+    """The expansion's sum rounded once, as CPython's ``fsum`` rounds its
+    partials: added from the top while exact; where a rounding error ``lo``
+    first appears and is half an ulp, the components below it (their sign is
+    that of the largest nonzero one) break the tie.  Zero components pass
+    through; selects stand for CPython's loop exits."""
+    below = [B.ZERO]  # below[j]: the largest nonzero component under j
+    for component in expansion[:-1]:
+        nonzero = B.apply("ne", component, B.ZERO)
+        below.append(B.select(nonzero, component, below[-1]))
+    hi, lo, nxt = expansion[-1], B.ZERO, B.ZERO
+    for j in range(len(expansion) - 2, -1, -1):
+        y = expansion[j]
+        total = B.add(hi, y)
+        error = B.sub(y, B.sub(total, hi))
+        done = B.apply("ne", lo, B.ZERO)  # lo is 0 until the first rounding
+        hi = B.select(done, hi, total)
+        lo, nxt = B.select(done, lo, error), B.select(done, nxt, below[j])
+    same_sign = B.logical_or(
+        B.logical_and(B.apply("lt", lo, B.ZERO), B.apply("lt", nxt, B.ZERO)),
+        B.logical_and(B.apply("gt", lo, B.ZERO), B.apply("gt", nxt, B.ZERO)),
+    )
+    twice = B.mul(constant(2.0), lo)
+    away = B.add(hi, twice)
+    half_ulp = B.apply("eq", twice, B.sub(away, hi))
+    return B.select(B.logical_and(same_sign, half_ulp), away, hi)
 
 
 def _prod(iterable: Value, *, start: Value | None = None) -> Node:
@@ -502,6 +597,187 @@ def _dist(p: Value, q: Value) -> Node:
     right = b if isinstance(b, Node) else array(tuple(b))
     diff = B.to_float(B.sub(left, right))
     return B.apply("sqrt", A.reduce("sum", B.mul(diff, diff), (0,)))
+
+
+# -- Python's numbers: round, divmod, isclose, any, all ------------------------------
+def _number(value: Value, name: str, what: str = "its argument") -> Node:
+    if isinstance(value, Node):
+        return value
+    raise Unsupported(f"`{name}`: {what} must be a number", f"pass a number to {name}")
+
+
+def _python_round(number: Value, ndigits: Value | None = None) -> Node:
+    """``round``: of a float, an int (ties to even) without ``ndigits``, else
+    the float Python's correctly rounded decimal rounding gives (``ndigits`` a
+    constant); of an int, an int; of an array, ``np.round``.  Slope 0."""
+    x = _number(number, "round", "the number")
+    if x.shape:
+        return AR._round(x, ndigits)  # ndarray.__round__
+    if _none(ndigits):
+        return B.truncate(AR._rint(x)) if x.dtype == "float64" else B.to_int(x)
+    if not (isinstance(ndigits, Node) and ndigits.op == "const" and not ndigits.shape):
+        raise Unsupported(
+            "round's `ndigits` must be a constant integer",
+            "write the number of digits itself: round(x, 2)",
+        )
+    n = int(ndigits.value)
+    if x.dtype != "float64":
+        return _round_int(B.to_int(x), n)
+    return B.apply("stop_gradient", _round_float(x, n))
+
+
+def _round_int(k: Node, n: int) -> Node:
+    """``round(k, n)`` of an int: ``k`` for ``n >= 0``, else the nearest
+    multiple of ``10**-n``, ties to the even multiple."""
+    if n >= 0:
+        return k
+    if n < -18:
+        raise Unsupported(
+            "round of an int to more than 18 digits left of the point is not "
+            "supported (it is 0 or beyond int64)",
+            "round a float: round(k * 1.0, n)",
+        )
+    scale = constant(10 ** (-n))
+    q = B.apply("floordiv", k, scale)
+    twice = B.mul(constant(2), B.apply("mod", k, scale))
+    odd = B.apply("eq", B.apply("mod", q, constant(2)), constant(1))
+    up = B.logical_or(
+        B.apply("gt", twice, scale),
+        B.logical_and(B.apply("eq", twice, scale), odd),
+    )
+    return B.mul(B.add(q, B.select(up, constant(1), constant(0))), scale)
+
+
+def _round_float(x: Node, n: int) -> Node:
+    """``round(x, n)`` as CPython computes it: the exact decimal value of ``x``
+    rounded half to even at ``n`` digits, read back correctly rounded.
+
+    With ``s = 10**|n|`` exact (``|n| <= 22``), ``x * s`` (or ``x / s``) is
+    split exactly into a rounded part ``p`` and its error (two-product);
+    rounding ``p`` to an integer is exact unless ``p`` is a tie, where the
+    error's sign decides; ``k / s`` (``k * s``) then rounds once, as reading
+    the digits back does.  Past ``|p| = 2**53``, ``x`` has no digit to drop."""
+    if n > 323:  # CPython's limits: x itself, or a zero of its sign
+        return x
+    if n < -308:
+        return B.select(_isfinite(x), B.mul(constant(0.0), x), x)
+    if abs(n) > 22:
+        raise Unsupported(
+            "round(x, ndigits) is supported for ndigits from -22 to 22 (where "
+            "10**ndigits is exact), or beyond 323 and below -308",
+            "round to at most 22 digits either side of the point",
+        )
+    scale = 10.0 ** abs(n)
+    if n >= 0:
+        p, error = _two_product(x, scale)
+        up, down = B.apply("gt", error, B.ZERO), B.apply("lt", error, B.ZERO)
+    else:
+        p = B.div(x, constant(scale))
+        product, error = _two_product(p, scale)
+        rest = B.sub(x, product)  # exact: product is within an ulp or two of x
+        up, down = B.apply("gt", rest, error), B.apply("lt", rest, error)
+    k = _nearest(p, up, down)
+    value = B.div(k, constant(scale)) if n >= 0 else B.mul(k, constant(scale))
+    small = B.apply("lt", B.apply("abs", p), constant(2.0**53))
+    return B.select(small, B.apply("copysign", value, x), x)
+
+
+def _nearest(p: Node, up: Node, down: Node) -> Node:
+    """The integer nearest ``p + t`` for a tiny ``t`` of which ``up``/``down``
+    say the sign: ``rint(p)``, except at a tie (``p`` a half-integer, exact
+    below ``2**52``), which ``t`` breaks."""
+    half = B.apply("eq", B.sub(p, B.apply("floor", p)), constant(0.5))
+    upper = B.add(p, constant(0.5))
+    lower = B.sub(p, constant(0.5))
+    nearest = B.select(B.logical_and(half, down), lower, AR._rint(p))
+    return B.select(B.logical_and(half, up), upper, nearest)
+
+
+def _two_product(a: Node, c: float) -> tuple[Node, Node]:
+    """Dekker's two-product of ``a`` and a constant: ``a * c`` rounded and its
+    exact error, from Veltkamp's splits (exact unless they overflow, beyond
+    ``|a|`` about 1e300, or underflow)."""
+    a_hi, a_lo = _split(a)
+    c_hi, c_lo = _split_constant(c)
+    p = B.mul(constant(c), a)
+    error = B.sub(B.mul(constant(c_hi), a_hi), p)
+    if c_lo:
+        error = B.add(error, B.mul(constant(c_lo), a_hi))
+    error = B.add(error, B.mul(constant(c_hi), a_lo))
+    if c_lo:
+        error = B.add(error, B.mul(constant(c_lo), a_lo))
+    return p, error
+
+
+_SPLITTER = 134217729.0  # 2**27 + 1: 53-bit significands split into 26 + 26 bits
+
+
+def _split(a: Node) -> tuple[Node, Node]:
+    c = B.mul(constant(_SPLITTER), a)
+    high = B.sub(c, B.sub(c, a))
+    return high, B.sub(a, high)
+
+
+def _split_constant(a: float) -> tuple[float, float]:
+    c = _SPLITTER * a
+    high = c - (c - a)
+    return high, a - high
+
+
+def _divmod(a: Value, b: Value) -> tuple[Node, Node]:
+    """``divmod``: ``(a // b, a % b)``, Python's floored division (ints stay
+    ints; ``%`` has the sign of ``b``)."""
+    x = _number(a, "divmod", "the dividend")
+    y = _number(b, "divmod", "the divisor")
+    return B.apply("floordiv", x, y), B.apply("mod", x, y)
+
+
+def _isclose(
+    a: Value, b: Value, *, rel_tol: Value | None = None, abs_tol: Value | None = None
+) -> Node:
+    """``math.isclose``: CPython's test, ``a == b``, or both finite and
+    ``|a - b|`` within ``rel_tol`` of either or within ``abs_tol``."""
+    x = B.to_float(_number(a, "math.isclose", "`a`"))
+    y = B.to_float(_number(b, "math.isclose", "`b`"))
+    rel = constant(1e-09) if _none(rel_tol) else _number(rel_tol, "math.isclose")
+    tol = constant(0.0) if _none(abs_tol) else _number(abs_tol, "math.isclose")
+    for t in (rel, tol):
+        if t.op == "const" and t.value < 0:
+            raise Unsupported(
+                "math.isclose: tolerances must be non-negative (Python raises "
+                "ValueError)",
+                "give rel_tol and abs_tol of 0 or more",
+            )
+    diff = B.apply("abs", B.sub(y, x))
+    near = B.logical_or(
+        B.logical_or(
+            B.apply("le", diff, B.apply("abs", B.mul(rel, y))),
+            B.apply("le", diff, B.apply("abs", B.mul(rel, x))),
+        ),
+        B.apply("le", diff, tol),
+    )
+    finite = B.logical_and(_isfinite(x), _isfinite(y))
+    return B.logical_or(B.apply("eq", x, y), B.logical_and(finite, near))
+
+
+def _truth_fold(name: str) -> Builder:
+    """``any``/``all`` of a tuple of numbers or of a 1-D array: whether any
+    (every) item is nonzero (NaN counts as true, as in Python)."""
+    is_any = name == "any"
+
+    def build(iterable: Value) -> Node:
+        items = _items(iterable, name)
+        if isinstance(items, Node):
+            kept = B.truth(items) if is_any else B.logical_not(B.truth(items))
+            count = A.reduce("sum", B.to_int(kept), (0,))
+            return B.apply("gt" if is_any else "eq", count, constant(0))
+        combine = B.logical_or if is_any else B.logical_and
+        result = B.FALSE if is_any else B.TRUE
+        for item in items:
+            result = combine(result, B.truth(item))
+        return result
+
+    return build
 
 
 # -- scipy.special of arrays ---------------------------------------------------------
@@ -610,3 +886,15 @@ FUNCTIONS[id(np.linalg.matrix_power)] = ("np.linalg.matrix_power", _matrix_power
 FUNCTIONS[id(math.fsum)] = ("math.fsum", _fsum)
 FUNCTIONS[id(math.prod)] = ("math.prod", _prod)
 FUNCTIONS[id(math.dist)] = ("math.dist", _dist)
+FUNCTIONS[id(math.isclose)] = ("math.isclose", _isclose)
+FUNCTIONS[id(builtins.round)] = ("round", _python_round)
+FUNCTIONS[id(builtins.divmod)] = ("divmod", _divmod)
+FUNCTIONS[id(builtins.any)] = ("any", _truth_fold("any"))
+FUNCTIONS[id(builtins.all)] = ("all", _truth_fold("all"))
+
+#: Functions of a tuple that may take a generator expression over a constant
+#: range instead (``math.fsum(x[i] for i in range(4))``), unrolled into a tuple
+#: by the comprehension lowering.
+GENERATOR_CONSUMERS: dict[int, tuple[str, Builder]] = {
+    key: FUNCTIONS[key] for key in map(id, (math.fsum, math.prod, any, all))
+}

@@ -14,6 +14,7 @@ constructors distribute ``mul``/``div``/``neg``/``add`` over selects with a zero
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -81,11 +82,22 @@ def _unstretch(a: Node, b: Node) -> tuple[Node, Node]:
     return a, b
 
 
+#: Ops where a bool operand counts as the int 0 or 1 (``True + True == 2``).
+_INT_ARITHMETIC = frozenset(
+    {"add", "sub", "mul", "floordiv", "mod", "pow", "neg", "abs"}
+)
+
+
 def _plain(op: str, *args: Node) -> Node:
     dtype = result_dtype(op, [a.dtype for a in args])
     if args and all(a.op == "const" for a in args):
         value = evaluate(op, [a.value for a in args])
         return constant(_to_python(value, dtype))
+    if dtype == "int64" and op in _INT_ARITHMETIC:
+        # Python's (and Numba's) bools are ints in arithmetic, NumPy's are not:
+        # np.True_ + np.True_ is True, np.True_ - np.True_ raises.  Cast them, so
+        # that target="python" (NumPy scalars) computes what the kernel does.
+        args = tuple(to_int(a) for a in args)
     return make(op, args, shape=shape_of(op, args), dtype=dtype)
 
 
@@ -159,7 +171,12 @@ def mul(a: Node, b: Node) -> Node:
         a, b = b, a  # constants first (``2 * x``): one canonical form for CSE
     if a.op == "const" and a.value == -1 and b.dtype == dtype:
         return neg(b)
-    if a.op == "const" and b.op == "mul" and b.args[0].op == "const":
+    if (
+        a.op == "const"
+        and b.op == "mul"
+        and b.args[0].op == "const"
+        and (dtype == "int64" or _scales_exactly(a) or _scales_exactly(b.args[0]))
+    ):
         return mul(_plain("mul", a, b.args[0]), b.args[1])  # 0.5 * (2 * x) -> x
     for x, y in ((a, b), (b, a)):
         arm = _zero_arm(x)
@@ -174,6 +191,15 @@ def mul(a: Node, b: Node) -> Node:
     if a.op == "div" and is_one(a.args[0]):
         return div(b, a.args[1])
     return _plain("mul", a, b)
+
+
+def _scales_exactly(c: Node) -> bool:
+    """Whether ``c * (d * x)`` is ``(c * d) * x`` in floating point for every
+    constant ``d``: ``c`` a power of two (bar overflow and underflow).
+    ``100.0 * (0.1 * x)`` is not ``10.0 * x``, nor ``3 * (0.1 * x)``; products
+    of ints wrap alike in any order (the caller's other case)."""
+    value = float(c.value)
+    return math.isfinite(value) and value != 0 and math.frexp(abs(value))[0] == 0.5
 
 
 def _one_plus_exp(node: Node) -> Node | None:
@@ -222,6 +248,7 @@ def neg(a: Node) -> Node:
 @_stretched
 def pow_(a: Node, b: Node) -> Node:
     a, b = _unstretch(a, b)
+    a, b = to_int(a), to_int(b)  # True ** -1 is 1.0: a bool is an int here
     if b.op == "const":
         if b.value == 1 and a.dtype == result_dtype("pow", [a.dtype, b.dtype]):
             return a

@@ -129,6 +129,34 @@ def _int(a: Any) -> int:
     return int(a)
 
 
+def _wrap(value: int) -> int:
+    """A Python int as the int64 it is in the kernel (two's complement)."""
+    return (int(value) + 2**63) % 2**64 - 2**63
+
+
+def _cbrt(a: Any) -> float:
+    """libm's ``cbrt``, which Numba's ``np.cbrt`` calls (NumPy's own can differ
+    in the last bit); Python before 3.11 has only NumPy's."""
+    cbrt = getattr(math, "cbrt", None)
+    return cbrt(float(a)) if cbrt is not None else float(np.cbrt(_F(a)))
+
+
+def _ldexp(a: Any, i: Any) -> float:
+    """``math.ldexp`` with C's answers (``inf`` on overflow) where Python raises."""
+    # beyond +-2200 every finite nonzero a overflows or underflows alike
+    return float(np.ldexp(_F(a), max(min(int(i), 2200), -2200)))
+
+
+def _shift(left: bool) -> Callable[[Any, Any], int]:
+    """``a << b`` / ``a >> b`` of int64s, for counts the frontend keeps within
+    0..63 (it handles larger ones): wrapped as the kernel's int64."""
+
+    def shift(a: Any, b: Any) -> int:
+        return _wrap(int(a) << int(b) if left else int(a) >> int(b))
+
+    return shift
+
+
 def _select(c: Any, a: Any, b: Any) -> Any:
     return a if c else b
 
@@ -204,6 +232,16 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("lgamma",   1, TRANSCENDENTAL, FLOAT,     _lgamma),
     ("gamma",    1, TRANSCENDENTAL, FLOAT,     _gamma),
     ("logaddexp", 2, TRANSCENDENTAL, FLOAT,    lambda a, b: np.logaddexp(_F(a), _F(b))),
+    ("cbrt",     1, TRANSCENDENTAL, FLOAT,     _cbrt),
+    ("ldexp",    2, ARITH,          FLOAT,     _ldexp),  # a * 2**i, i an int
+    # integers only (the frontend refuses floats); no derivative
+    ("gcd",      2, ARITH,          INT,       lambda a, b: _wrap(math.gcd(a, b))),
+    ("bitand",   2, ARITH,          INT,       lambda a, b: int(a) & int(b)),
+    ("bitor",    2, ARITH,          INT,       lambda a, b: int(a) | int(b)),
+    ("bitxor",   2, ARITH,          INT,       lambda a, b: int(a) ^ int(b)),
+    ("lshift",   2, ARITH,          INT,       _shift(left=True)),
+    ("rshift",   2, ARITH,          INT,       _shift(left=False)),
+    ("invert",   1, ARITH,          INT,       lambda a: ~int(a)),
     # Recognised from the user's spelling (ir/build.py), printed in stable forms.
     ("sigmoid",  1, TRANSCENDENTAL, FLOAT,     _sigmoid),
     ("softplus", 1, TRANSCENDENTAL, FLOAT,     _softplus),

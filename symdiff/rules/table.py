@@ -150,6 +150,17 @@ PARTIALS: dict[str, Rule] = {
     # d/da log(e^a + e^b) = e^(a - out): at most 1, no overflow
     "logaddexp": lambda a, b, out: (apply("exp", sub(a, out)),
                                     apply("exp", sub(b, out))),
+    # cbrt' = 1 / (3 cbrt(x)**2): the output reused, infinite at 0
+    "cbrt":     lambda a, out: (div(ONE, mul(constant(3.0), _sq(out))),),
+    # d/da a * 2**i = 2**i, exactly; i is an int
+    "ldexp":    lambda a, i, out: (apply("ldexp", ONE, i), None),
+    "gcd":      _no_derivative,
+    "bitand":   _no_derivative,
+    "bitor":    _no_derivative,
+    "bitxor":   _no_derivative,
+    "lshift":   _no_derivative,
+    "rshift":   _no_derivative,
+    "invert":   _no_derivative,
     # s' = s(x) s(-x): finite where exp(-x) overflows, and unlike s (1 - s) no
     # cancellation for large x (seed 001 section 14)
     "sigmoid":  lambda a, out: (mul(out, apply("sigmoid", neg(a))),),
