@@ -513,9 +513,11 @@ class Lowerer(
             # at the user's call.
             del self.diagnostics[reported:]
             module = getattr(fn, "__module__", "?")
+            written = ast.unparse(call.func) if isinstance(call, ast.Call) else name
             return self.error(
                 call,
-                f"cannot differentiate library function `{module}.{name}`",
+                f"cannot differentiate library function `{written}` "
+                f"({module}.{name})",
                 "write the computation with math/numpy functions and your own helpers",
             )
         return result

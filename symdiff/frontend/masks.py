@@ -223,7 +223,15 @@ def window(x: Node, items: list[Value]) -> Masked | None:
 
 def _run_time(sl: SliceValue) -> bool:
     """Whether a bound of ``sl`` is an int known only when the kernel runs (not
-    a length: ``len(x) - 1``, an int argument)."""
+    a length: ``len(x) - 1``, an int argument), and its length is not fixed
+    (``x[i:i + 3]`` is a window of 3: arrays.windows)."""
+    if not AR._none(sl.step) and AR.static_int(sl.step, "a slice step") < 0:
+        return False  # x[i + 3:i:-1]: a window's own message
+    try:
+        if AR._window(sl, 0) is not None:
+            return False
+    except Unsupported:
+        pass  # a run-time start and a run-time length
     for bound in (sl.start, sl.stop):
         if isinstance(bound, Node) and not bound.shape and bound.dtype == "int64":
             try:
