@@ -71,8 +71,8 @@ def dynamic_programme(x, n: int):
 
 
 def joined(x):
-    t = (x, 2 * x) + (3 * x,)
-    items = [x] + [x * x]
+    t = (x, 2 * x) + (3 * x,)  # noqa: RUF005 - the concatenation is the test
+    items = [x] + [x * x]  # noqa: RUF005
     return sum(t) + items[1] * len(t)
 
 
