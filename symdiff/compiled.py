@@ -396,6 +396,7 @@ class _Composed:
             plan.hints,
             traced.location,
             traced.checks,
+            traced.raises,
         )
 
 

@@ -136,7 +136,19 @@ def build_kernel(
         CHECKPOINT.reset(token)
     outputs = leaves(plan.returns)
     names = leaves(plan.names)
-    sched = schedule(plan.params, outputs, plan.hints, names, first=plan.primal)
+    # the user's `raise`s that depend on values: their conditions are computed
+    # with the rest, and tested before the kernel returns
+    raises = [
+        r for r in traced.raises if not (r.cond.op == "const" and not r.cond.value)
+    ]
+    roots = [*outputs, *(r.cond for r in raises)]
+    sched = schedule(
+        plan.params,
+        roots,
+        plan.hints,
+        [*names, *("failed" for _ in raises)],
+        first=[*plan.primal, *(r.cond for r in raises)],
+    )
     t2 = time.perf_counter()
     base = traced.name if traced.name.isidentifier() else "f"
     name = base if spec.kind == "jit" else f"{base}_{spec.kind}"
@@ -145,7 +157,7 @@ def build_kernel(
         name += "_host" if device else f"_{spec.kind}"
     sections: dict[int, str] = {}
     if plan.primal:
-        forward = set(topological(plan.primal))
+        forward = set(topological([*plan.primal, *(r.cond for r in raises)]))
         backward = [i for i, (_, n) in enumerate(sched.statements) if n not in forward]
         if backward:
             forward_mode = spec.kind == "jvp" or plan.mode == "forward"
@@ -165,7 +177,7 @@ def build_kernel(
     ]
     if fixed:  # the kernel takes a placeholder for these
         header.append(f"specialised to: {', '.join(fixed)}")
-    graph = topological([*outputs, *plan.primal])
+    graph = topological([*roots, *plan.primal])
     device = device and (
         any(p.shape for p in plan.params) or any(n.shape for n in graph)
     )
@@ -182,9 +194,9 @@ def build_kernel(
     ):
         source = ArrayKernel(
             plan.params,
-            outputs,
+            roots,
             plan.hints,
-            names,
+            [*names, *("failed" for _ in raises)],
             plan.primal,
             traced.checks + plan.checks,
             parallel=parallel,
@@ -194,10 +206,11 @@ def build_kernel(
             plan.returns,
             header,
             {0: next(iter(sections.values()))} if sections else {},
+            raises,
         )
         loops = True
     else:
-        source = Printer().function(name, sched, plan.returns, header, sections)
+        source = Printer().function(name, sched, plan.returns, header, sections, raises)
         loops = False
     if device:
         from symdiff.backend import cuda

@@ -192,8 +192,8 @@ def calls_recursive(x):
 def helper_with_while(t):
     while t > 1.0:
         t = t / 2.0
-    if t < 0.0:
-        raise ValueError("negative")
+        if t > 1e300:
+            raise ValueError("negative")
     return t
 
 

@@ -57,6 +57,7 @@ ARRAY_KINDS: dict[str, str] = {
     **dict.fromkeys(LA.FUNCTIONS, "statement"),  # np.linalg: one call each
     "take": "view",
     "index_update": "update",
+    "argsort": "statement",  # np.argsort(x, kind="mergesort") of a 1-D array
     "loop": "loop",
     "item": "item",
     "sum": "reduce",
@@ -80,8 +81,14 @@ def has_arrays(nodes: Sequence[Node]) -> bool:
 
 
 def _refuse_on_device(nodes: Sequence[Node]) -> None:
-    """``np.linalg`` calls have no CUDA kernel (numba-cuda compiles no LAPACK)."""
+    """``np.linalg`` calls have no CUDA kernel (numba-cuda compiles no LAPACK),
+    nor has ``np.argsort``."""
     for n in nodes:
+        if n.op == "argsort":
+            raise ArgumentError(
+                "cannot run on CUDA: np.sort and np.argsort have no CUDA "
+                "kernel in symdiff. Use target='cpu' or 'parallel'"
+            )
         if n.op in LA.FUNCTIONS:
             raise ArgumentError(
                 f"cannot run on CUDA: {LA.FUNCTIONS[n.op]} has no CUDA kernel "
@@ -672,6 +679,7 @@ class ArrayKernel:
         returns: Any,
         header: Sequence[str],
         sections: Mapping[int, str],
+        raises: Sequence[Any] = (),
     ) -> str:
         printer = self._printer()
         env = self._scalar_env()
@@ -703,6 +711,7 @@ class ArrayKernel:
             body.append(f"{ind}{ind}raise ValueError({head!r} + {got}{tail})")
         section = next(iter(sections.values())) if sections else None
         body += self.lines(env, printer, section)
+        body += printer.raise_lines(raises, env)
         ret = self._returns(returns, env, printer)
         body.append(f"{ind}return {ret}")
         params = ", ".join(self.names[p] for p in self.params)
@@ -1047,6 +1056,10 @@ class ArrayKernel:
             text = f"{LA.FUNCTIONS[n.op]}({operands})"
             if n.op == "slogdet":
                 text += f"[{n.attrs[0]}]"  # (sign, logabsdet)
+        elif n.op == "argsort":
+            # stable, as NumPy's kind="stable" (Numba's quicksort orders ties
+            # otherwise); NaNs last, as NumPy puts them
+            text = f'np.argsort({self._array_text(n.args[0])}, kind="mergesort")'
         elif n.op == "concat":
             parts = ", ".join(self._array_text(x) for x in n.args)
             text = f"np.concatenate(({parts},), axis={n.attrs[0]})"

@@ -260,11 +260,13 @@ class Printer:
         returns: Any,
         header: Sequence[str] = (),
         sections: Mapping[int, str] | None = None,
+        raises: Sequence[Any] = (),
     ) -> str:
         """The module source: header comments, imports, then ``def name(...)``.
 
         ``sections`` maps a statement index to a comment printed before it
-        (``# backward``).
+        (``# backward``); ``raises`` are the user's ``raise`` statements that
+        depend on values (``frontend.values.Raise``), tested before returning.
         """
         sections = sections or {}
         params = ", ".join(sched.names[p] for p in sched.params)
@@ -274,6 +276,7 @@ class Printer:
                 body.append(f"{self.indent}# {sections[i]}")
             text = self.definition(node, sched.names)[0]
             body.append(f"{self.indent}{target} = {text}")
+        body += self.raise_lines(raises, sched.names)
         if isinstance(returns, tuple) and len(returns) > 1:
             # `return a, b` rather than `return (a, b)`
             ret = ", ".join(self.structure(v, sched.names) for v in returns)
@@ -284,6 +287,18 @@ class Printer:
         lines += sorted(self.imports)
         lines += ["", "", f"def {name}({params}):", *body]
         return "\n".join(lines) + "\n"
+
+    def raise_lines(
+        self, raises: Sequence[Any], names: Mapping[Node, str]
+    ) -> list[str]:
+        """``if cond: raise ValueError(...)`` for each of the user's ``raise``
+        statements that depend on values."""
+        lines = []
+        for r in raises:
+            cond, _ = self.expr(r.cond, names)
+            lines.append(f"{self.indent}if {cond}:")
+            lines.append(f"{self.indent * 2}raise {r.exception}({r.message!r})")
+        return lines
 
 
 def _negative_int(node: Node) -> bool:

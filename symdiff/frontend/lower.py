@@ -46,6 +46,7 @@ from symdiff.frontend.values import (
     TREE,
     LocalFunction,
     Masked,
+    Raise,
     Static,
     Undefined,
     Value,
@@ -113,6 +114,11 @@ class Traced:
         User variable names for nodes, used by the printer and the listing.
     location : str
         ``file:line`` of the definition.
+    checks : tuple of Check
+        Lengths that must agree, checked when the kernel starts.
+    raises : tuple of Raise
+        The function's ``raise`` statements that depend on values: the kernel
+        raises where their condition holds.
     """
 
     name: str
@@ -121,6 +127,7 @@ class Traced:
     hints: dict[Node, str]
     location: str
     checks: tuple[S.Check, ...] = ()
+    raises: tuple[Raise, ...] = ()
 
 
 def param_node(index: int, name: str, dtype: str, shape: S.Shape = ()) -> Node:
@@ -241,6 +248,8 @@ class Lowerer(
         self.local_count = 0
         # calls of the user's functions made as statements (`check(mode)`)
         self.statement_calls: set[ast.Call] = set()
+        # `raise` statements that depend on values (StatementLowering)
+        self.raises: list[Raise] = []
 
     @property
     def frame(self) -> Frame:
@@ -383,6 +392,7 @@ class Lowerer(
             self.hints,
             f"{source.display_file}:{tree.lineno}",
             tuple(dict.fromkeys(checks)),
+            tuple(self.raises),
         )
 
     def _check_signature(
@@ -474,6 +484,20 @@ class Lowerer(
                 self.hints.setdefault(new, traced.hints[old])
         if traced.checks and S._collectors:
             S._collectors[-1].extend(traced.checks)
+        if traced.raises and any(f.loop is not None for f in self.frames):
+            return self.error(
+                call,
+                f"`{name}` raises for some values, and a `raise` inside a loop is "
+                "not supported",
+                "call it after the loop, or check the values before calling it",
+            )
+        if traced.raises:
+            conds = L.substitute([r.cond for r in traced.raises], mapping, fold=True)
+            path = self.path_condition()
+            self.raises.extend(
+                dataclasses.replace(r, cond=B.logical_and(path, c))
+                for r, c in zip(traced.raises, conds, strict=True)
+            )
         return _tuple_rebuild(traced.output, rebuilt)
 
     def inline(
@@ -516,8 +540,7 @@ class Lowerer(
             written = ast.unparse(call.func) if isinstance(call, ast.Call) else name
             return self.error(
                 call,
-                f"cannot differentiate library function `{written}` "
-                f"({module}.{name})",
+                f"cannot differentiate library function `{written}` ({module}.{name})",
                 "write the computation with math/numpy functions and your own helpers",
             )
         return result

@@ -23,7 +23,14 @@ from symdiff.errors import SymdiffWarning
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.expressions import BINOPS, python_value
 from symdiff.frontend.masks import HINT, has_masked, refusal
-from symdiff.frontend.values import LocalFunction, Masked, Static, Undefined, Value
+from symdiff.frontend.values import (
+    LocalFunction,
+    Masked,
+    Raise,
+    Static,
+    Undefined,
+    Value,
+)
 from symdiff.frontend.views import after_if, forget, index_view, is_view_key
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
@@ -170,6 +177,9 @@ class StatementLowering:
     escaping: Callable[..., bool]
     diagnostic: Callable[..., Diagnostic]
     note_view: Callable[..., None]
+    raises: list[Raise]
+    frames: list[Frame]
+    path_condition: Callable[[], Node]
     note_rows: Callable[..., None]
     wrote_in_place: Callable[..., None]
 
@@ -777,11 +787,49 @@ class StatementLowering:
             exc = self._static_exception(stmt.exc)
             if exc is not None:
                 raise exc
+        in_loop = any(f.loop is not None for f in self.frames)
+        if not reached and not in_loop and stmt.exc is not None:
+            # `if sigma <= 0: raise ValueError(...)`: the kernel raises it there
+            exception, message = self._runtime_exception(stmt.exc)
+            self.raises.append(Raise(self.path_condition(), exception, message))
+            self.frame.live = B.FALSE  # the path ends here, as at a `return`
+            return
         what, hint = UNSUPPORTED_STATEMENTS[ast.Raise]
         if reached:
             what = "this `raise` runs for these arguments, whatever their values"
             hint = "the function raises here when Python runs it too"
+        elif in_loop:
+            what = "`raise` inside a loop is not supported"
+            hint = (
+                "set a flag in the loop and raise after it (`if failed: raise ...`), "
+                "or use `for ... else: raise ...`"
+            )
         self.error(stmt, what, hint)
+
+    def _runtime_exception(self, expr: ast.expr) -> tuple[str, str]:
+        """The builtin exception class a ``raise`` of values makes, and its
+        message: the exception's own where it reads only Python objects, else
+        its constant text with each ``{...}`` as written (a kernel's message is
+        a constant).  A class of the user's is raised as its builtin base, its
+        name leading the message."""
+        exc = self._static_exception(expr)
+        if exc is not None:
+            cls, message = type(exc), str(exc)
+        else:
+            call = expr if isinstance(expr, ast.Call) else None
+            found = self._static_object(call.func if call else expr)
+            cls = found if isinstance(found, type) else RuntimeError
+            message = _message_text(call.args[0]) if call and call.args else ""
+        if not issubclass(cls, BaseException):
+            cls = RuntimeError
+        base = next(
+            c
+            for c in cls.__mro__
+            if c.__module__ == "builtins" and hasattr(builtins, c.__name__)
+        )
+        if base is not cls:
+            message = f"{cls.__name__}: {message}" if message else cls.__name__
+        return base.__name__, message
 
     def _static_exception(self, expr: ast.expr) -> BaseException | None:
         """The exception ``expr`` makes, when it reads only Python objects
@@ -857,6 +905,23 @@ _AUG_SYMBOLS = {
     ast.Mod: "%",
     ast.Pow: "**",
 }
+
+
+def _message_text(node: ast.expr) -> str:
+    """An exception's message as written: a string, or an f-string with its
+    ``{...}`` parts shown as in the source (their values are not known while
+    tracing)."""
+    if isinstance(node, ast.Constant):
+        return str(node.value)
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            else:
+                parts.append("{" + ast.unparse(value.value) + "}")  # type: ignore[attr-defined]
+        return "".join(parts)
+    return ast.unparse(node)
 
 
 def _rooted(target: ast.Subscript) -> bool:

@@ -83,6 +83,17 @@ class MaskedMethod:
 Value = Node | tuple["Value", ...] | Static | Undefined | Masked
 
 
+@dataclass(frozen=True)
+class Raise:
+    """``if cond: raise exception(message)`` in a kernel: a ``raise`` of the
+    user's that runs only for some values (``if sigma <= 0: raise ...``).
+    ``exception`` is a builtin exception's name (Numba raises those)."""
+
+    cond: Node
+    exception: str
+    message: str
+
+
 # -- arguments that are Python objects, not numbers ------------------------------------
 #: The prefix of a parameter kind (a dtype string) that stands for a Python object
 #: passed as an argument: the function is lowered with the object in the
