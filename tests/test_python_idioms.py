@@ -112,3 +112,18 @@ def test_a_pair_repeated_at_run_time_is_reported():
     (diag,) = info.value.diagnostics
     assert "repeated a run-time number of times" in diag.message
     assert "np.tile" in diag.hint
+
+
+TABLE = (0.0, 0.5, 0.9, 1.2)
+
+
+def table_lookup(x):
+    return TABLE[math.floor(x / 0.25)] * x + sum(x for _ in range(math.ceil(x)))
+
+
+def test_math_floor_and_ceil_are_ints():
+    for x in (0.6, 0.99):
+        assert symdiff.value_and_grad(table_lookup)(x) == pytest.approx(
+            (table_lookup(x), TABLE[math.floor(x / 0.25)] + math.ceil(x))
+        )
+    assert isinstance(symdiff.jit(lambda v: math.floor(v))(2.5), int)

@@ -108,6 +108,13 @@ _BINARY_OPS = {
 }
 
 
+def _to_whole(op: str, x: Node) -> Node:
+    """``math.floor``/``math.ceil``: an int (int64, as Numba's)."""
+    if x.dtype != "float64":
+        return truncate(x)
+    return truncate(apply(op, x))
+
+
 def _log_base(x: Node, base: Node | None = None) -> Node:
     if base is None:
         return apply("log", x)
@@ -421,6 +428,13 @@ def _table() -> dict[int, Builtin]:
                         f"{module.__name__}.{name}", 1, 1, lambda x, f=factor: mul(f, x)
                     ),
                 )
+    # math.floor and math.ceil return ints, as in Python (np.floor a float):
+    # T[math.floor(x / h)], range(math.ceil(x)) (slope 0 either way)
+    for name in ("floor", "ceil"):
+        add(
+            getattr(math, name),
+            Builtin(f"math.{name}", 1, 1, lambda x, op=name: _to_whole(op, x)),
+        )
     add(builtins.abs, Builtin("abs", 1, 1, _op("abs")))
     add(builtins.max, Builtin("max", 2, None, _fold("max")))
     add(builtins.min, Builtin("min", 2, None, _fold("min")))
