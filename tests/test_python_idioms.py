@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import symdiff
@@ -127,3 +128,30 @@ def test_math_floor_and_ceil_are_ints():
             (table_lookup(x), TABLE[math.floor(x / 0.25)] + math.ceil(x))
         )
     assert isinstance(symdiff.jit(lambda v: math.floor(v))(2.5), int)
+
+
+def keyed_by_strings(params, x):
+    total = 0.0
+    for i in range(2):  # unrolled: i is known, so are the keys
+        total += np.sum(params[f"W{i}"] * x) + np.sum(params["W" + str(i)] ** 2)
+    return total
+
+
+def test_keys_built_with_f_strings_and_str():
+    params = {"W0": np.array([1.0, 2.0]), "W1": np.array([-1.0, 0.5])}
+    x = np.array([0.5, 3.0])
+    grads = symdiff.grad(keyed_by_strings)(params, x)
+    for key, w in params.items():
+        np.testing.assert_allclose(grads[key], x + 2 * w)
+
+
+def formats_a_run_time_value(x, n):
+    label = f"step {n}"  # noqa: F841
+    return x
+
+
+def test_an_f_string_of_a_run_time_value_is_reported():
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(formats_a_run_time_value)(1.0, 2)
+    (diag,) = info.value.diagnostics
+    assert diag.message == "an f-string of a value known only when the kernel runs"

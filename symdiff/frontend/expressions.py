@@ -98,7 +98,6 @@ UNSUPPORTED_EXPRESSIONS: dict[type, tuple[str, str]] = {
     ),
     ast.Dict: ("a dict", "pass the values as separate arguments"),
     ast.Set: ("a set", "use a tuple"),
-    ast.JoinedStr: ("an f-string", "strings have no derivative; remove it"),
     ast.Starred: ("`*` unpacking", "pass the arguments one by one"),
     ast.Await: ("`await`", "differentiate a plain (non-async) function"),
     ast.Yield: ("`yield`", "return a value instead"),
@@ -145,6 +144,19 @@ _DICT_METHODS = ("items", "keys", "values", "get")
 #: np.linalg functions whose LAPACK call raises for some matrices (singular,
 #: not positive definite): under a run-time `if` they get a safe matrix.
 _RAISING_LINALG = (np.linalg.solve, np.linalg.inv, np.linalg.cholesky)
+
+
+_UNKNOWN = object()
+
+
+def _python_object(value: Value) -> object:
+    """The Python object a value known while tracing stands for (a string, a
+    constant number), else ``_UNKNOWN``."""
+    if isinstance(value, Static):
+        return value.obj
+    if isinstance(value, Node) and value.op == "const" and not value.shape:
+        return value.value
+    return _UNKNOWN
 
 
 def _static_truth(value: Value) -> bool | None:
@@ -391,6 +403,8 @@ class ExpressionLowering:
             return [node.value]
         if isinstance(node, ast.Lambda):
             return list(node.args.defaults)  # evaluated where it is defined
+        if isinstance(node, ast.JoinedStr):
+            return [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
         return []
 
     def _combine(self, node: ast.expr, values: list[Value], test: bool) -> Value:
@@ -653,6 +667,10 @@ class ExpressionLowering:
     def _expr_BinOp(self, node: ast.BinOp, values: list[Value], test: bool) -> Value:
         if any(isinstance(v, tuple) for v in values):
             return self._sequence_op(node, *values)
+        left, right = map(_python_object, values)
+        if isinstance(node.op, ast.Add) and isinstance(left, str):
+            if isinstance(right, str):
+                return Static(left + right)  # "W" + str(i): a key
         build = BINOPS.get(type(node.op))
         if isinstance(node.op, ast.MatMult):
             left = AR.array(values[0], "the left operand of `@`")
@@ -963,6 +981,39 @@ class ExpressionLowering:
             )
         return base[i]
 
+    def _expr_JoinedStr(
+        self, node: ast.JoinedStr, values: list[Value], test: bool
+    ) -> Value:
+        """``f"W{i}"`` of values known while tracing (an unrolled loop's index,
+        a static argument): the string, a dict key say."""
+        parts = iter(values)
+        text = []
+        for piece in node.values:
+            if isinstance(piece, ast.Constant):
+                text.append(str(piece.value))
+                continue
+            assert isinstance(piece, ast.FormattedValue)
+            value = _python_object(next(parts))
+            spec = piece.format_spec
+            if value is _UNKNOWN or not (
+                spec is None or all(isinstance(v, ast.Constant) for v in spec.values)  # type: ignore[attr-defined]
+            ):
+                return self.error(
+                    piece,
+                    "an f-string of a value known only when the kernel runs",
+                    "strings are for keys and messages: build them from constants, "
+                    "static arguments and unrolled loop indices",
+                )
+            if piece.conversion == ord("r"):
+                value = repr(value)
+            elif piece.conversion == ord("s"):
+                value = str(value)
+            elif piece.conversion == ord("a"):
+                value = ascii(value)
+            fmt = "".join(str(v.value) for v in spec.values) if spec else ""  # type: ignore[attr-defined]
+            text.append(format(value, fmt))
+        return Static("".join(text))
+
     def _expr_Lambda(self, node: ast.Lambda, values: list[Value], test: bool) -> Value:
         return self.local_function(node, "<lambda>", values)
 
@@ -1042,6 +1093,15 @@ class ExpressionLowering:
             if obj in _RAISING_LINALG and args:
                 args = [self._safe_matrix(args[0]), *args[1:]]
             return self._build(node, name, numpy_fn[1], args, kwargs)
+        if obj is builtins.str and len(args) == 1 and not kwargs:
+            known = _python_object(args[0])
+            if known is not _UNKNOWN:
+                return Static(str(known))  # str(i) of a constant: a key
+            return self.error(
+                node,
+                "`str` of a value known only when the kernel runs",
+                "strings are for keys and messages: build them from constants",
+            )
         if obj is builtins.len:
             if len(args) != 1 or kwargs:
                 return self.error(node, "`len` takes one argument")
