@@ -22,7 +22,7 @@ from symdiff.errors import (
     SymdiffError,
     TranslationError,
 )
-from symdiff.frontend.lower import Lowerer, Traced, trace
+from symdiff.frontend.lower import Lowerer, Traced, restructure, trace
 from symdiff.frontend.source import (
     ShippedSource,
     function_source,
@@ -684,7 +684,8 @@ class Compiled:
                     "hold no numbers"
                 )
             spec = dataclasses.replace(spec, argnums=argnums)
-        entry = self._kernel(dtypes, spec).entry
+        kernel = self._kernel(dtypes, spec)
+        entry = self._restructuring(kernel.entry, kernel.traced.output_tree)
         trees = {
             i: tree_structure(d) for i, d in enumerate(dtypes) if d.startswith(TREE)
         }
@@ -745,7 +746,8 @@ class Compiled:
         elif self._target == "cuda":
             fn = self._cuda_call(dtypes)
         else:
-            fn = self._kernel(dtypes).entry
+            kernel = self._kernel(dtypes)
+            fn = self._restructuring(kernel.entry, kernel.traced.output_tree)
         entry = fn
         if self._target == "python":
             # Plain Python computes with any int: reject those a compiled kernel
@@ -774,6 +776,25 @@ class Compiled:
         if isinstance(entry, WarmStart):
             entry.when_loaded(lambda _: self._respecialise(args))
         return fn
+
+    def _restructuring(self, fn: Callable[..., Any], tree: Any) -> Callable[..., Any]:
+        """``fn`` giving back the dicts the function returns (``return loss,
+        {"acc": acc}``), which the kernel returns as tuples: of ``jit``'s
+        result and of the aux value of ``grad`` and ``value_and_grad``."""
+        if tree is None:
+            return fn
+        kind = self._spec.kind
+        if kind == "jit":
+            return lambda *a: restructure(tree, fn(*a))
+        if self._spec.has_aux and kind in ("grad", "value_and_grad"):
+            aux = tree[1][1]
+            if kind == "grad":
+                return lambda *a: _with_aux(fn(*a), aux)
+            return lambda *a: (lambda r: (_with_aux(r[0], aux), r[1]))(fn(*a))
+        raise ArgumentError(
+            f"{kind} of `{self.__name__}`: a dict output works with jit and as the "
+            "aux value of grad and value_and_grad (has_aux=True)"
+        )
 
     def _checking_ints(
         self, fn: Callable[..., Any], args: tuple[Any, ...]
@@ -1237,6 +1258,12 @@ class Compiled:
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
+
+
+def _with_aux(pair: Any, tree: Any) -> Any:
+    """``(first, aux)`` with the aux value's dicts given back."""
+    first, aux = pair
+    return first, restructure(tree, aux)
 
 
 def _unpickle(

@@ -176,3 +176,33 @@ def test_vjp_of_a_dict_argument():
     got = pullback(2.0)
     _, jax_pullback = jax.vjp(with_modules(fn, np=jnp), params, X, y)
     _assert_tree_close(got, _to_numpy(tuple(jax_pullback(2.0))))
+
+
+# -- dicts made in the function ---------------------------------------------------------
+def loss_with_metrics(w, x, y):
+    err = x @ w - y
+    metrics = {"mae": np.mean(np.abs(err))}
+    metrics["max"] = np.max(err)
+    metrics["max"] += 0.0
+    return np.mean(err**2), metrics
+
+
+def summary(x):
+    return {"sum": np.sum(x), "squares": x**2, "pair": (x[0], {"last": x[-1]})}
+
+
+def test_a_dict_as_the_aux_value_and_from_jit():
+    rng = np.random.default_rng(3)
+    w, x, y = rng.normal(size=2), rng.normal(size=(5, 2)), rng.normal(size=5)
+    grads, aux = symdiff.grad(loss_with_metrics, has_aux=True)(w, x, y)
+    want_value, want_aux = loss_with_metrics(w, x, y)
+    assert aux == pytest.approx(want_aux) and list(aux) == ["mae", "max"]
+    np.testing.assert_allclose(grads, 2 * x.T @ (x @ w - y) / 5, rtol=1e-13)
+    (value, aux2), grads2 = symdiff.value_and_grad(loss_with_metrics, has_aux=True)(
+        w, x, y
+    )
+    assert value == pytest.approx(want_value) and aux2 == aux
+    np.testing.assert_array_equal(grads2, grads)
+    out = symdiff.jit(summary)(np.array([1.0, 2.0, 3.0]))
+    assert out["sum"] == 6.0 and out["pair"][1] == {"last": 3.0}
+    np.testing.assert_array_equal(out["squares"], [1.0, 4.0, 9.0])

@@ -96,7 +96,6 @@ UNSUPPORTED_EXPRESSIONS: dict[type, tuple[str, str]] = {
         "use a list comprehension `[... for ...]` and index it, or pass the "
         "values as arguments",
     ),
-    ast.Dict: ("a dict", "pass the values as separate arguments"),
     ast.Set: ("a set", "use a tuple"),
     ast.Starred: ("`*` unpacking", "pass the arguments one by one"),
     ast.Await: ("`await`", "differentiate a plain (non-async) function"),
@@ -403,6 +402,10 @@ class ExpressionLowering:
             return [node.value]
         if isinstance(node, ast.Lambda):
             return list(node.args.defaults)  # evaluated where it is defined
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                return []  # `{**d}`: reported by _expr_Dict
+            return [*node.keys, *node.values]  # type: ignore[list-item]
         if isinstance(node, ast.JoinedStr):
             return [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
         return []
@@ -980,6 +983,28 @@ class ExpressionLowering:
                 f"tuple index {i} is out of range for a tuple of {len(base)}",
             )
         return base[i]
+
+    def _expr_Dict(self, node: ast.Dict, values: list[Value], test: bool) -> Value:
+        """``{"loss": l, "acc": a}``: a mapping known while tracing (its keys
+        constants), of values; an aux output, a dict of parameters."""
+        if not values and node.keys:
+            return self.error(
+                node, "`**` in a dict display is not supported", "list the items"
+            )
+        n = len(node.keys)
+        keys = [_python_object(k) for k in values[:n]]
+        bad = next(
+            (k for k, key in zip(node.keys, keys, strict=True) if key is _UNKNOWN),
+            None,
+        )
+        if bad is not None:
+            return self.error(
+                bad,
+                "a dict key must be known while tracing (a constant, a static "
+                "argument, an unrolled loop's index)",
+                "use string or integer constants as keys",
+            )
+        return Static(dict(zip(keys, values[n:], strict=True)))
 
     def _expr_JoinedStr(
         self, node: ast.JoinedStr, values: list[Value], test: bool

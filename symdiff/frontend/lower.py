@@ -128,6 +128,9 @@ class Traced:
     location: str
     checks: tuple[S.Check, ...] = ()
     raises: tuple[Raise, ...] = ()
+    #: where the function returns dicts (``return loss, {"acc": acc}``): the
+    #: structure to give the kernel's tuples (:func:`restructure`); None if none
+    output_tree: Any = None
 
 
 def param_node(index: int, name: str, dtype: str, shape: S.Shape = ()) -> Node:
@@ -381,6 +384,7 @@ class Lowerer(
             else:
                 output = self._run_frame(frame)
         self.frames.pop()
+        output, output_tree = _flatten_dicts(output)
         if self.diagnostics:
             unique = dict.fromkeys(self.diagnostics)  # a loop or two calls: once
             ordered = sorted(unique, key=lambda d: (d.filename, d.line, d.col))
@@ -393,6 +397,7 @@ class Lowerer(
             f"{source.display_file}:{tree.lineno}",
             tuple(dict.fromkeys(checks)),
             tuple(self.raises),
+            output_tree,
         )
 
     def _check_signature(
@@ -1004,6 +1009,32 @@ def _written_into(tree: ast.FunctionDef) -> list[str]:
                 elif isinstance(t, ast.Name) and not isinstance(node, ast.AugAssign):
                     rebound.add(t.id)
     return [p for p in written if p not in rebound]
+
+
+def _flatten_dicts(value: Value) -> tuple[Value, Any]:
+    """``value`` with each dict (``Static``) as the tuple of its values, and
+    the structure that turns the kernel's tuples back into dicts (None where
+    ``value`` holds no dict).  Nesting is the user's own, shallow."""
+    if isinstance(value, Static) and isinstance(value.obj, dict):
+        items = [(k, _flatten_dicts(v)) for k, v in value.obj.items()]
+        flat = tuple(f for _, (f, _) in items)
+        return flat, ("dict", tuple((k, t) for k, (_, t) in items))
+    if isinstance(value, tuple):
+        parts = [_flatten_dicts(v) for v in value]
+        if all(t is None for _, t in parts):
+            return value, None
+        return tuple(f for f, _ in parts), ("tuple", tuple(t for _, t in parts))
+    return value, None
+
+
+def restructure(tree: Any, value: Any) -> Any:
+    """A kernel's result (tuples) shaped as :func:`_flatten_dicts`' ``tree``."""
+    if tree is None:
+        return value
+    kind, items = tree
+    if kind == "dict":
+        return {k: restructure(t, v) for (k, t), v in zip(items, value, strict=True)}
+    return tuple(restructure(t, v) for t, v in zip(items, value, strict=True))
 
 
 def _kind_of(node: Node) -> str:

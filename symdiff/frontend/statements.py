@@ -15,7 +15,7 @@ import logging
 import types
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -356,6 +356,9 @@ class StatementLowering:
             return
         if isinstance(target.slice, ast.List):
             key = (key,)  # out[[0, 2]] = v: a list of positions, not out[0, 2]
+        if isinstance(base, Static) and isinstance(base.obj, dict):
+            self._set_dict_item(target, name, base.obj, key, value, mode)
+            return
         if (
             isinstance(base, tuple)
             and base
@@ -384,6 +387,36 @@ class StatementLowering:
         self.hints.setdefault(updated, name)
         self.frame.env[name] = updated
         self.wrote_in_place(name, target)
+
+    def _set_dict_item(
+        self,
+        target: ast.Subscript,
+        name: str,
+        mapping: dict[Any, Value],
+        key: Value,
+        value: Value,
+        mode: AR.MaskMode,
+    ) -> None:
+        """``d["acc"] = v`` (or ``+=``) of a dict made in the function: ``d`` is
+        rebound to a new mapping (dicts are values here, as arrays are)."""
+        known = key.obj if isinstance(key, Static) else None
+        if isinstance(key, Node) and key.op == "const" and not key.shape:
+            known = key.value
+        if not isinstance(known, (str, int, float, bool, tuple)):
+            self.error(
+                target,
+                "a dict key must be known while tracing (a constant, a static "
+                "argument, an unrolled loop's index)",
+                "use string or integer constants as keys",
+            )
+            return
+        if mode != "set":
+            old = mapping.get(known)
+            if not (isinstance(old, Node) and isinstance(value, Node)):
+                self.error(target, f"`{name}[{known!r}]` has no number to update")
+                return
+            value = B.add(old, value) if mode == "add" else mode(old, value)  # type: ignore[operator]
+        self.frame.env[name] = Static({**mapping, known: value})
 
     def updated(
         self, base: Node, key: Value, value: Node | Masked, mode: AR.MaskMode
