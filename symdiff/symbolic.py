@@ -127,17 +127,19 @@ def to_sympy(value: Any) -> Any:
         elif isinstance(item, (tuple, list)):
             stack.extend(item)
     memo: dict[Node, Any] = {}
-    for node in topological(roots):
+    order = topological(roots)
+    if any(n.op in CONTROL_OPS or n.op == "var" for n in order):
+        # said first: a loop's tape (arrays) comes before the loop in the order
+        raise OutputError(
+            "this kernel runs a loop, which has no closed form as formulas\n"
+            "  help: read the generated code (.source, --emit source) or the "
+            "graph (.ir, --emit ir)"
+        )
+    for node in order:
         if node.op == "const":
             memo[node] = _num(node.value)
         elif node.op == "param":
             memo[node] = symbol(node)
-        elif node.op in CONTROL_OPS or node.op == "var":
-            raise OutputError(
-                "this kernel runs a loop, which has no closed form as formulas\n"
-                "  help: read the generated code (.source, --emit source) or the "
-                "graph (.ir, --emit ir)"
-            )
         elif node.op not in SYMPY:
             raise OutputError(
                 f"`{node.op}` works on whole arrays and has no SymPy form yet, so "

@@ -956,3 +956,29 @@ def test_every_error_is_a_symdiff_error():
         assert issubclass(cls, symdiff.SymdiffError)
     assert issubclass(symdiff.ArgumentError, TypeError)
     assert issubclass(symdiff.OutputError, TypeError)
+
+
+def shrinking_sines(x):
+    s = x
+    for _ in range(20):  # a loop node: its gradient tapes `s`
+        s = s * 0.9 + math.sin(s)
+    return s
+
+
+def test_latex_of_a_taped_loop_says_it_is_a_loop():
+    with pytest.raises(symdiff.OutputError, match="this kernel runs a loop"):
+        symdiff.grad(shrinking_sines).latex()
+
+
+def repeats_x(x, n):
+    s = 0.0
+    for _ in range(n):
+        s += x
+    return s
+
+
+def test_a_differentiated_int_as_a_range_bound_is_explained():
+    err = translation_error(repeats_x, 1.0, 3, argnums=(0, 1))
+    (diag,) = err.diagnostics
+    assert diag.message == "`range` bounds must be integers"
+    assert diag.hint.startswith("`n` is a float here: an int argument listed in")

@@ -467,11 +467,19 @@ class LoopLowering:
             for b in bounds
         )
         if not ok:
-            self.error(
-                it,
-                "`range` bounds must be integers",
-                "use int arguments, len(x), x.shape[k] or integer constants",
-            )
+            floats = [
+                str(b.attrs[1])
+                for b in bounds
+                if isinstance(b, Node) and b.op == "param" and b.dtype == "float64"
+            ]
+            hint = "use int arguments, len(x), x.shape[k] or integer constants"
+            if floats:
+                hint = (
+                    f"`{floats[0]}` is a float here: an int argument listed in "
+                    "argnums is differentiated as a real number: leave it out of "
+                    "argnums"
+                )
+            self.error(it, "`range` bounds must be integers", hint)
             return None
         nodes: list[Node] = bounds  # type: ignore[assignment]
         if len(nodes) == 1:
