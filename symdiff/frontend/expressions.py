@@ -13,6 +13,7 @@ import inspect
 import re
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from symdiff.frontend import masks
 from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import bitwise, invert, lookup
-from symdiff.frontend.values import LocalFunction, Static, Undefined, Value
+from symdiff.frontend.values import LocalFunction, Maybe, Static, Undefined, Value
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir.node import Node, constant
@@ -146,6 +147,43 @@ _RAISING_LINALG = (np.linalg.solve, np.linalg.inv, np.linalg.cholesky)
 
 
 _UNKNOWN = object()
+
+
+@dataclass(frozen=True)
+class _IsNone:
+    """A :class:`Maybe` as an operand of ``is``/``==``: its flag is the test."""
+
+    none: Node
+    value: Node
+
+
+def _optional(value: Value) -> bool:
+    return isinstance(value, (Maybe, Node)) or (
+        isinstance(value, Static) and value.obj is None
+    )
+
+
+def _as_maybe(value: Value, other: Value) -> tuple[Node, Node]:
+    """``value`` (a number, None or a :class:`Maybe`) as (is None, value); None's
+    value is a zero of ``other``'s kind (never read: Python would fail)."""
+    if isinstance(value, Maybe):
+        return value.none, value.value
+    if isinstance(value, Node):
+        return B.FALSE, value
+    like = other.value if isinstance(other, Maybe) else other
+    assert isinstance(like, Node)
+    zero = B.constant(0) if like.dtype == "int64" else B.ZERO
+    return B.TRUE, B.broadcast_to(zero, like.shape) if like.shape else zero
+
+
+def _maybe_use(node: ast.expr, value: Value) -> Value:
+    """A :class:`Maybe` where ``node`` uses it: compared with None, its flag;
+    used any other way, its value (Python would fail on None there)."""
+    if not isinstance(value, Maybe):
+        return value
+    if isinstance(node, ast.Compare):
+        return _IsNone(value.none, value.value)  # type: ignore[return-value]
+    return value.value
 
 
 def _python_object(value: Value) -> object:
@@ -419,6 +457,10 @@ class ExpressionLowering:
             return self.error(node, f"{what} is not supported", hint)
         if any(v is self.poison for v in values):
             return self.poison  # already reported; do not pile up follow-on errors
+        if any(isinstance(v, Maybe) for v in values) and not isinstance(
+            node, _CARRIERS
+        ):
+            values = [_maybe_use(node, v) for v in values]
         outer, self.current = self.current, node
         try:
             if not isinstance(node, _CARRIERS) and any(map(masks.has_masked, values)):
@@ -445,6 +487,8 @@ class ExpressionLowering:
         """``value`` as a number node, or a diagnostic."""
         if isinstance(value, Node):
             return value
+        if isinstance(value, Maybe):
+            return value.value
         if isinstance(value, Undefined):
             return self.error(
                 node,
@@ -474,6 +518,15 @@ class ExpressionLowering:
         """``a if cond else b`` for any values: element-wise for tuples."""
         if cond.op == "const":
             return a if cond.value else b
+        if (
+            _optional(a)
+            and _optional(b)
+            and (isinstance(a, Maybe) or isinstance(b, Maybe))
+        ):
+            # `best` None on one path, a number on the other
+            na, va = _as_maybe(a, b)
+            nb, vb = _as_maybe(b, a)
+            return Maybe(B.select(cond, na, nb), B.select(cond, va, vb))
         if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
             return tuple(
                 self.merge(node, cond, x, y) for x, y in zip(a, b, strict=True)
@@ -768,6 +821,18 @@ class ExpressionLowering:
         result: Node = B.TRUE
         for i, op in enumerate(node.ops):
             left, right = values[i], values[i + 1]
+            maybe = next((v for v in (left, right) if isinstance(v, _IsNone)), None)
+            if maybe is not None:  # a variable None on some paths (`best`)
+                other = right if maybe is left else left
+                if isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) and (
+                    isinstance(other, Static) and other.obj is None
+                ):
+                    negate = isinstance(op, (ast.IsNot, ast.NotEq))
+                    pair = B.logical_not(maybe.none) if negate else maybe.none
+                    result = B.logical_and(result, pair)
+                    continue
+                left = maybe.value if maybe is left else left  # type: ignore[assignment]
+                right = maybe.value if maybe is right else right  # type: ignore[assignment]
             if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) or any(
                 isinstance(v, Static) for v in (left, right)
             ):

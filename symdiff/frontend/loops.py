@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
+from symdiff.frontend.expressions import _as_maybe, _optional
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.statements import _local_names_of
-from symdiff.frontend.values import Masked, Static, Undefined, Value
+from symdiff.frontend.values import Masked, Maybe, Static, Undefined, Value
 from symdiff.frontend.views import (
     AMBIGUOUS,
     View,
@@ -137,6 +138,8 @@ def _leaves(value: Value) -> list[Node] | None:
             out.append(v)
         elif isinstance(v, tuple):
             stack.extend(reversed(v))
+        elif isinstance(v, Maybe):  # a variable None on some paths: flag, value
+            out.extend((v.none, v.value))
         else:
             return None
     return out
@@ -149,6 +152,8 @@ def _rebuild(shape_of: Value, leaves: list[Node]) -> Value:
     def build(v: Value) -> Value:
         if isinstance(v, tuple):
             return tuple(build(x) for x in v)
+        if isinstance(v, Maybe):
+            return Maybe(next(it), next(it))
         return next(it)
 
     # tuples nest as deep as the user wrote them: shallow recursion
@@ -670,6 +675,7 @@ class LoopLowering:
         targets = _local_names_of([stmt.target]) if isinstance(stmt, ast.For) else set()  # type: ignore[list-item]
         targets -= private
         state_names = []
+        maybe: dict[str, Maybe] = {}
         for name in sorted(assigned - targets):
             value = env0.get(name)
             if (
@@ -677,15 +683,10 @@ class LoopLowering:
                 and value.obj is None
                 and name in _rebound_in(stmt.body)
             ):
-                self.error(
-                    stmt,
-                    f"`{name}` is None before this loop, which assigns it a value: "
-                    "a loop's state must be a number or an array from the start",
-                    f"start it as a number (`{name} = math.inf` for a running "
-                    f"minimum) and test the first iteration (`k == 0`) instead of "
-                    f"`{name} is None`",
-                )
-                frame.env[name] = self.poison
+                # `best = None` before a loop that assigns it: a flag (still
+                # None?) and a number, carried together
+                state_names.append(name)
+                maybe[name] = Maybe(B.TRUE, B.ZERO)
                 continue
             if value is None or isinstance(value, (Static, Undefined)):
                 continue
@@ -702,7 +703,7 @@ class LoopLowering:
             if leaves is None or any(v is self.poison for v in leaves):
                 continue
             state_names.append(name)
-        init_values = {name: env0[name] for name in state_names}
+        init_values = {name: maybe.get(name) or env0[name] for name in state_names}
         # A variable the loop assigns (its own target too) and read after it
         # holds its last value, or after no iteration the value it had before
         # (`i = 10; for i in range(n): ...`): it is state too, starting from
@@ -928,6 +929,9 @@ class LoopLowering:
                 value = self.merge(stmt, live, rec_env.get(name, env[name]), value)
             if isinstance(value, Undefined):
                 value = env[name]
+            if isinstance(init_values[name], Maybe) and not isinstance(value, Maybe):
+                if isinstance(value, (Node, Static)):
+                    value = Maybe(*_as_maybe(value, env[name]))
             leaves = _leaves(value)
             expected = len(_leaves(init_values[name]) or [])
             if leaves is None or len(leaves) != expected:
@@ -967,6 +971,8 @@ class LoopLowering:
 
 def _mergeable(a: Value, b: Value) -> bool:
     """Whether ``merge`` can select between ``a`` and ``b``."""
+    if isinstance(a, Maybe) or isinstance(b, Maybe):
+        return _optional(a) and _optional(b)
     if isinstance(a, Undefined) or isinstance(b, Undefined):
         return True
     if isinstance(a, tuple) and isinstance(b, tuple):

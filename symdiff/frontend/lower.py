@@ -46,6 +46,7 @@ from symdiff.frontend.values import (
     TREE,
     LocalFunction,
     Masked,
+    Maybe,
     Raise,
     Static,
     Undefined,
@@ -1015,6 +1016,8 @@ def _flatten_dicts(value: Value) -> tuple[Value, Any]:
     """``value`` with each dict (``Static``) as the tuple of its values, and
     the structure that turns the kernel's tuples back into dicts (None where
     ``value`` holds no dict).  Nesting is the user's own, shallow."""
+    if isinstance(value, Maybe):  # None on some paths: Python's value elsewhere
+        return value.value, None
     if isinstance(value, Static) and isinstance(value.obj, dict):
         items = [(k, _flatten_dicts(v)) for k, v in value.obj.items()]
         flat = tuple(f for _, (f, _) in items)

@@ -80,7 +80,18 @@ class MaskedMethod:
     name: str
 
 
-Value = Node | tuple["Value", ...] | Static | Undefined | Masked
+@dataclass(frozen=True)
+class Maybe:
+    """A variable that is None on some paths only: ``best = None`` before a
+    loop whose body assigns it a number.  ``none`` holds where it is still
+    None (``best is None``); any other use reads ``value`` (Python would fail
+    on None there)."""
+
+    none: Node
+    value: Node
+
+
+Value = Node | tuple["Value", ...] | Static | Undefined | Masked | Maybe
 
 
 @dataclass(frozen=True)
