@@ -559,6 +559,8 @@ class ArrayKernel:
             k = self.kinds.get(node, "leaf")
             if k == "virtual":
                 return self._virtual_text(node, idx, env)
+            if node.op == "iota" and k == "view":
+                return idx[node.attrs[0]]  # reached through a view of it
             if not node.shape and k != "view":
                 return self._scalar_text(node, env)
             if node.op in ("param", "var") or (node in self.stored and node.shape):

@@ -224,6 +224,79 @@ def _reduction(op: str) -> Builder:
     return build
 
 
+def refuse(name: str, **options: Value | None) -> None:
+    """Options symdiff does not take (``out=``, ``dtype=``...) must be left out."""
+    for key, value in options.items():
+        if not _none(value):
+            raise Unsupported(f"{name}: `{key}` is not supported", f"leave `{key}` out")
+
+
+def require_nonempty(n: Length, what: str, hint: str = "") -> None:
+    """An axis that must have an element, as NumPy requires of it: checked now
+    for a known length, else when the kernel runs (a ``ShapeError``, where
+    NumPy raises ``ValueError``)."""
+    if isinstance(n, int):
+        if n < 1:
+            raise Unsupported(what, hint)
+        return
+    S.require_less(0, n, what)
+
+
+def _extreme(op: str) -> Builder:
+    """``np.max``/``np.min`` (and ``amax``/``amin``, the methods): NumPy's
+    arguments in its order.  An empty axis has no maximum: NumPy raises, and so
+    does the kernel, unless ``initial`` gives the value to start from (then the
+    result is ``np.maximum(initial, ...)``, NaN-propagating as NumPy's)."""
+    ufunc = "maximum" if op == "amax" else "minimum"
+    name = f"np.{'max' if op == 'amax' else 'min'}"
+
+    def build(
+        a: Value,
+        axis: Value | None = None,
+        out: Value | None = None,
+        keepdims: Value | None = None,
+        initial: Value | None = None,
+        where: Value | None = None,
+    ) -> Node:
+        refuse(name, out=out)
+        node = array(a)
+        axes = axes_arg(axis, len(node.shape))
+        keep = flag(keepdims, "keepdims")
+        if not _none(initial):
+            start = array(initial, "`initial`")
+            if start.shape:
+                raise Unsupported(
+                    f"{name}: `initial` must be a number", "give one number"
+                )
+            if not _none(where):  # the elements left out count as `initial`
+                mask = B.truth(array(where, "`where`"))
+                shape = S.broadcast([node.shape, mask.shape], lambda: "`where`")
+                if shape != node.shape:
+                    raise Unsupported(
+                        f"{name}: `where` does not broadcast to the array's shape",
+                        "give a mask of the array's shape, or one that broadcasts",
+                    )
+                node = B.select(B.broadcast_to(mask, shape), node, start)
+            return B.apply(ufunc, A.reduce(op, node, axes, keep), start)
+        if not _none(where):
+            raise Unsupported(
+                f"{name}: reduction operation '{ufunc}' does not have an "
+                "identity, so to use a where mask one has to specify 'initial'",
+                f"give the value of an empty selection: {name}(x, where=mask, "
+                f"initial={'-' if op == 'amax' else ''}np.inf)",
+            )
+        result = A.reduce(op, node, axes, keep)
+        for ax in axes:
+            require_nonempty(
+                node.shape[ax],
+                f"zero-size array to reduction operation {ufunc} which has no identity",
+                f"give a value for empty arrays: {name}(x, initial=...)",
+            )
+        return result
+
+    return build
+
+
 def _norm(
     x: Value,
     ord: Value | None = None,
@@ -1162,9 +1235,25 @@ def _clip(
 
 
 def _expand_dims(x: Value, axis: Value) -> Node:
+    """``np.expand_dims``: an axis of length 1 at each position ``axis`` names
+    (one, or a tuple of positions in the result, as NumPy counts them)."""
     node = array(x)
-    ax = static_int(axis, "`axis`") % (len(node.shape) + 1)
-    return A.reshape(node, (*node.shape[:ax], 1, *node.shape[ax:]))
+    rank = len(node.shape) + (len(axis) if isinstance(axis, tuple) else 1)
+    try:
+        new = axes_arg(axis, rank) if isinstance(axis, tuple) else None
+    except Unsupported as exc:
+        raise Unsupported(f"np.expand_dims: {exc.message}", exc.hint) from None
+    if new is None:
+        ax = static_int(axis, "`axis`")
+        if not -rank <= ax < rank:
+            raise Unsupported(
+                f"np.expand_dims: axis {ax} is out of bounds for an array of "
+                f"dimension {rank}",
+                "axes count from 0 up to the dimension minus 1, or from -1 backwards",
+            )
+        new = (ax % rank,)
+    rest = iter(node.shape)
+    return A.reshape(node, tuple(1 if a in new else next(rest) for a in range(rank)))
 
 
 def _squeeze(x: Value, axis: Value | None = None) -> Node:
@@ -1415,10 +1504,10 @@ _NUMPY: dict[str, Builder] = {
     "logical_or": _logical_binary(B.logical_or),
     "logical_not": lambda a: B.logical_not(B.truth(array(a))),
     "prod": _reduction("prod"),
-    "max": _reduction("amax"),
-    "amax": _reduction("amax"),
-    "min": _reduction("amin"),
-    "amin": _reduction("amin"),
+    "max": _extreme("amax"),
+    "amax": _extreme("amax"),
+    "min": _extreme("amin"),
+    "amin": _extreme("amin"),
     "dot": _np_dot,
     "matmul": _matmul,
     "outer": _outer,
@@ -1512,8 +1601,8 @@ def _method_transpose(x: Node, *axes: Value) -> Node:
 #: :mod:`symdiff.frontend.more_numpy`).
 METHODS: dict[str, Builder] = {
     "prod": _reduction("prod"),
-    "max": _reduction("amax"),
-    "min": _reduction("amin"),
+    "max": _extreme("amax"),
+    "min": _extreme("amin"),
     "var": _var,
     "std": _std,
     "cumsum": _running("add", ".cumsum()"),
@@ -2090,7 +2179,7 @@ def _non_negative(node: Node) -> bool:
         seen += 1
         if seen > 64:
             return False
-        if n.op in ("iota", "dim"):
+        if n.op in ("iota", "dim", "argsort"):
             continue
         if n.op == "const":
             if n.value < 0:
@@ -2098,6 +2187,12 @@ def _non_negative(node: Node) -> bool:
             continue
         if n.op in ("pack", "reshape", "broadcast", "transpose", "add", "mul"):
             stack.extend(n.args)
+            continue
+        if n.op in ("amin", "amax", "getitem", "take"):
+            stack.append(n.args[0])  # elements of non-negative positions
+            continue
+        if n.op == "select":
+            stack.extend(n.args[1:])  # both values, whatever the condition
             continue
         return False
     return True

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from symdiff.frontend import arrays as AR
+from symdiff.frontend import layout, ordering, products
 from symdiff.frontend.arrays import (
     Unsupported,
     _none,
@@ -32,6 +33,7 @@ from symdiff.frontend.arrays import (
     flag,
     static_int,
 )
+from symdiff.frontend.arrays import refuse as _refuse  # one message for every builder
 from symdiff.frontend.callables import _hypot, _isfinite, _isnan
 from symdiff.frontend.values import Value
 from symdiff.ir import arrays as A
@@ -47,13 +49,6 @@ Builder = Callable[..., Value]
 def _axis(value: Value, rank: int, name: str) -> int:
     """One constant axis, negative counting from the end, as NumPy checks it."""
     return AR._axis_list(value, rank, name)[0]
-
-
-def _refuse(name: str, **options: Value | None) -> None:
-    """Options symdiff does not take (``out=``, ``dtype=``...) must be left out."""
-    for key, value in options.items():
-        if not _none(value):
-            raise Unsupported(f"{name}: `{key}` is not supported", f"leave `{key}` out")
 
 
 def _at(x: Node, axis: int, k: int) -> Node:
@@ -310,13 +305,20 @@ def _sum(
     initial: Value | None = None,
     where: Value | None = None,
 ) -> Node:
-    """``np.sum``, with ``where=`` a mask: the sum of the selected elements."""
-    _refuse("np.sum", dtype=dtype, out=out, initial=initial)
+    """``np.sum``, with ``where=`` a mask: the sum of the selected elements;
+    ``initial`` added to it."""
+    _refuse("np.sum", dtype=dtype, out=out)
     x = array(a)
     axes = axes_arg(axis, len(x.shape))
     if not _none(where):
         x = B.select(_mask(where, x, "np.sum"), x, _zero_of(x.dtype))
-    return A.reduce("sum", x, axes, flag(keepdims, "keepdims"))
+    total = A.reduce("sum", x, axes, flag(keepdims, "keepdims"))
+    if _none(initial):
+        return total
+    start = array(initial, "`initial`")
+    if start.shape:
+        raise Unsupported("np.sum: `initial` must be a number", "give one number")
+    return B.add(total, start)
 
 
 def _mean(
@@ -874,13 +876,20 @@ _NUMPY: dict[str, Builder] = {
 }
 
 #: ``x.sum(...)`` and ``x.mean(...)``: NumPy's methods take the functions' arguments.
-METHODS: dict[str, Builder] = {"sum": _sum, "mean": _mean}
+METHODS: dict[str, Builder] = {
+    "sum": _sum,
+    "mean": _mean,
+    **ordering.METHODS,  # argmax, argmin, argsort
+    **layout.METHODS,  # swapaxes, item
+}
 
 FUNCTIONS: dict[int, tuple[str, Builder]] = {
     id(getattr(np, name)): (f"np.{name}", build)
     for name, build in _NUMPY.items()
     if hasattr(np, name)
 }
+for _table in (ordering.FUNCTIONS, layout.FUNCTIONS, products.FUNCTIONS):
+    FUNCTIONS.update(_table)
 FUNCTIONS[id(np.linalg.multi_dot)] = ("np.linalg.multi_dot", _multi_dot)
 FUNCTIONS[id(np.linalg.matrix_power)] = ("np.linalg.matrix_power", _matrix_power)
 FUNCTIONS[id(math.fsum)] = ("math.fsum", _fsum)

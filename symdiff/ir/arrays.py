@@ -715,3 +715,62 @@ def scatter_rows(
     body = L.Body(p, (out,), (vals, *inputs), (new_out,), label=label)
     node = L.loop(dim(rows.shape[0]), (x,), (rows, *outside), body)
     return L.result(node, 0)
+
+
+# -- sorting --------------------------------------------------------------------------
+def _rows_along(x: Node, axis: int) -> tuple[Node, tuple[int, ...]]:
+    """``x`` with ``axis`` moved last and the other axes flattened: a matrix of
+    rows, and the permutation that moved the axis."""
+    rank = len(x.shape)
+    perm = (*(a for a in range(rank) if a != axis), axis)
+    moved = transpose(x, perm)
+    return reshape(moved, (S.product(moved.shape[:-1]), x.shape[axis])), perm
+
+
+def _from_rows(rows: Node, x: Node, perm: tuple[int, ...]) -> Node:
+    """The inverse of :func:`_rows_along`: rows back into ``x``'s layout."""
+    moved = reshape(rows, tuple(x.shape[p] for p in perm))
+    return transpose(moved, inverse(perm))
+
+
+def argsort(x: Node, axis: int, label: str = "np.argsort") -> Node:
+    """``np.argsort(x, axis, kind="stable")``: along ``axis``, the positions that
+    sort it, ties in their order, NaNs last (an int64 array, no derivative).
+
+    One ``argsort`` op of a 1-D array; for more axes, a loop over the rows that
+    sorts each one."""
+    if len(x.shape) == 1:
+        return make("argsort", (x,), shape=x.shape, dtype="int64")
+    rows, perm = _rows_along(x, axis)
+    m, n = rows.shape
+    k = L.var("k", (), "int64")
+    out = L.var("order", (m, n), "int64")
+    xs = L.var("x", rows.shape, rows.dtype)
+    row = take(xs, row_spec(2), [k])
+    order = make("argsort", (row,), shape=(n,), dtype="int64")
+    new_out = index_update(out, order, row_spec(2), [k], "set")
+    body = L.Body(k, (out,), (xs,), (new_out,), label=label)
+    node = L.loop(dim(m), (full(constant(0), (m, n)),), (rows,), body)
+    return _from_rows(L.result(node, 0), x, perm)
+
+
+def take_along(x: Node, order: Node, axis: int, label: str = "") -> Node:
+    """``np.take_along_axis(x, order, axis)`` for ``order`` of ``x``'s shape
+    whose entries are positions along ``axis`` (non-negative): a gather, so the
+    adjoint adds each element's back at the position it came from."""
+    if len(x.shape) == 1:
+        return gather(x, [order], [False], label)
+    rows, perm = _rows_along(x, axis)
+    picked, _ = _rows_along(order, axis)
+    m, n = rows.shape
+    size = S.mul(m, n)
+    which = reshape(iota(0, (m, n)), (size,))
+    flat = gather(rows, [which, reshape(picked, (size,))], [False, False], label)
+    return _from_rows(reshape(flat, (m, n)), x, perm)
+
+
+def sort(x: Node, axis: int, label: str = "np.sort") -> Node:
+    """``np.sort(x, axis)``: ``x`` gathered at :func:`argsort`'s positions (the
+    values NumPy's sort gives; the derivative goes back to where each element
+    came from, as JAX's does)."""
+    return take_along(x, argsort(x, axis, label), axis, label)

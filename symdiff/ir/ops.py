@@ -280,6 +280,9 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any] | None]] = [
     ("take",    -1, LAYOUT,         SAME,      None),
     # x with x[i, :] set to / increased by v: (array, v, *indices), (mode, spec)
     ("index_update", -1, LAYOUT,    SAME,      None),
+    # the positions that sort a 1-D array, ties in order (a stable sort); no
+    # derivative: np.sort is a gather at them
+    ("argsort",  1, LAYOUT,         INT,       None),
     # -- loops (ir/loops.py)
     ("var",      0, LEAF,           FLOAT,     None),   # a loop body's input
     ("loop",    -1, CONTROL,        FLOAT,     None),   # (count, *init, *captured)

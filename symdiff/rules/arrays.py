@@ -233,6 +233,7 @@ VJPS: dict[str, Vjp] = {
     "pack":      _vjp_pack,
     "take":      _vjp_take,
     "index_update": _vjp_index_update,
+    "argsort":   lambda node, g: (None,),  # positions (ints): no derivative
 }
 
 JVPS: dict[str, Jvp] = {
@@ -250,6 +251,7 @@ JVPS: dict[str, Jvp] = {
     "pack":      _jvp_concat,
     "take":      _jvp_take,
     "index_update": _jvp_index_update,
+    "argsort":   lambda node, dots: None,
 }
 # fmt: on
 VJPS.update(linalg.VJPS)  # np.linalg: solve, inv, det, slogdet, cholesky
