@@ -981,4 +981,4 @@ def test_a_differentiated_int_as_a_range_bound_is_explained():
     err = translation_error(repeats_x, 1.0, 3, argnums=(0, 1))
     (diag,) = err.diagnostics
     assert diag.message == "`range` bounds must be integers"
-    assert diag.hint.startswith("`n` is a float here: an int argument listed in")
+    assert "(`n` is a float here; an int argument listed in argnums" in diag.hint

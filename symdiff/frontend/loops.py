@@ -479,10 +479,10 @@ class LoopLowering:
             ]
             hint = "use int arguments, len(x), x.shape[k] or integer constants"
             if floats:
-                hint = (
-                    f"`{floats[0]}` is a float here: an int argument listed in "
+                hint += (
+                    f" (`{floats[0]}` is a float here; an int argument listed in "
                     "argnums is differentiated as a real number: leave it out of "
-                    "argnums"
+                    "argnums)"
                 )
             self.error(it, "`range` bounds must be integers", hint)
             return None

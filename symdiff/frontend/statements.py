@@ -127,12 +127,12 @@ def _local_names_of(body: list[ast.stmt] | list[ast.expr]) -> set[str]:
         for node in _walk_scope(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
-            elif (
-                isinstance(node, ast.Subscript)
-                and isinstance(node.ctx, ast.Store)
-                and isinstance(node.value, ast.Name)
-            ):
-                names.add(node.value.id)  # `out[i] = v` rebinds `out`
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                root = node.value
+                while isinstance(root, ast.Subscript):
+                    root = root.value  # `M[i][j] = v` writes M
+                if isinstance(root, ast.Name):
+                    names.add(root.id)  # `out[i] = v` rebinds `out`
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names.update((a.asname or a.name).split(".")[0] for a in node.names)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
