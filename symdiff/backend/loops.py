@@ -507,6 +507,10 @@ class ArrayKernel:
             return False
         if self.kinds.get(a) == "view" or a in self.outputs:
             return False
+        if a.op == "reshape":
+            # printed `np.ascontiguousarray(x).reshape(...)`: a view of x's memory
+            # (an argument's, say) wherever x is contiguous, never this kernel's own
+            return False
         if a.op != "var" and a not in self.stored:
             return False
         return all(pos < k or m is user for pos, m in self.readers.get(a, []))

@@ -2226,6 +2226,38 @@ def _position(item: Node, n: Length, axis: int) -> Length:
     return i
 
 
+def stepped_positions(x: Node, key: Value) -> Value:
+    """``key`` with each slice of a step other than 1 (``y[::2]``, ``Y[::-1]``)
+    as the int array of its positions, so that an element assignment through
+    it is an advanced one (``y[::2] = v``); ``key`` itself when it has none."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    if not any(
+        isinstance(i, Static)
+        and isinstance(i.obj, SliceValue)
+        and not _none(i.obj.step)
+        and static_int(i.obj.step, "a slice step") != 1  # type: ignore[arg-type]
+        for i in items
+    ):
+        return key
+    expanded = _expand(x, items)
+    out: list[Value] = []
+    for axis, item in enumerate(expanded):
+        if (
+            isinstance(item, Static)
+            and isinstance(item.obj, SliceValue)
+            and not _none(item.obj.step)
+        ):
+            _, start, size, step = _slice(item.obj, x.shape[axis], axis)
+            if step != 1:
+                offsets = A.arange(size)
+                first = (
+                    A.dim(start) if not isinstance(start, int) else B.constant(start)
+                )
+                item = B.add(first, B.mul(B.constant(step), offsets))
+        out.append(item)
+    return tuple(out)
+
+
 def _slice(sl: SliceValue, n: Length, axis: int) -> tuple[Any, ...]:
     step = 1 if _none(sl.step) else static_int(sl.step, "a slice step")  # type: ignore[arg-type]
     if step == 0:

@@ -85,21 +85,29 @@ class Source:
     items: list[Value] | None = None
 
 
-def _row_target(stmt: ast.For) -> tuple[str, str] | None:
-    """``(row, Y)`` of ``for row in Y`` and ``for i, row in enumerate(Y)``."""
+def _row_target(stmt: ast.For) -> list[tuple[str, ast.expr]]:
+    """The loop's names that are rows of arrays, with the arrays' expressions:
+    ``row`` of ``for row in Y`` (``Y[1:]``, ``Y.T``, ``reversed(Y)``: any
+    expression, a view or not), of ``for i, row in enumerate(Y)`` and each of
+    ``for a, b in zip(Y, Z)``."""
     it, target = stmt.iter, stmt.target
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "enumerate"
-        and len(it.args) == 1
-        and isinstance(target, ast.Tuple)
-        and len(target.elts) == 2
-    ):
-        it, target = it.args[0], target.elts[1]
-    if isinstance(it, ast.Name) and isinstance(target, ast.Name):
-        return target.id, it.id
-    return None
+    name = (
+        it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else ""
+    )
+    if name == "enumerate" and len(it.args) == 1 and isinstance(target, ast.Tuple):
+        if len(target.elts) == 2:
+            return _row_target(ast.For(target=target.elts[1], iter=it.args[0]))  # type: ignore[call-arg, attr-defined]
+        return []
+    if name == "zip" and isinstance(target, ast.Tuple):
+        if len(target.elts) != len(it.args):  # type: ignore[attr-defined]
+            return []
+        pairs = []
+        for elt, arg in zip(target.elts, it.args, strict=True):  # type: ignore[attr-defined]
+            pairs += _row_target(ast.For(target=elt, iter=arg))  # type: ignore[call-arg]
+        return pairs
+    if isinstance(target, ast.Name) and name in ("", "reversed"):
+        return [(target.id, it)]  # not range(...)
+    return []
 
 
 def _rebound_in(body: list[ast.stmt]) -> set[str]:
@@ -236,6 +244,9 @@ class LoopLowering:
     captures: list[tuple[int, Callable[..., Value]]]
     note_rows: Callable[..., None]
     _derive: Callable[..., Node]
+    #: arrays of the loop's surroundings that its body wrote without assigning
+    #: them (through a helper's argument), found by lowering it
+    written_in_body: list[str]
 
     # -- for ------------------------------------------------------------------------
     def _stmt_For(self, stmt: ast.For) -> None:
@@ -267,8 +278,8 @@ class LoopLowering:
 
         def bind(k: Node, capture: Callable[[Value], Value]) -> None:
             self.assign(target, source.item(k, capture))
-            if rows is not None:  # `for row in Y`: row k of Y, which it shares
-                self.note_rows([rows[0]], rows[1], [k])
+            for row, array in rows:  # `for row in Y`: row k of Y, which it shares
+                self.note_rows([row], array, [k])
 
         self._with_else(
             stmt,
@@ -732,7 +743,7 @@ class LoopLowering:
         kinds = [(v.dtype, v.shape) for v in init]
         label = _label(stmt, frame)
         guard = self.path_condition()
-        for _attempt in range(_WIDEN):
+        for _attempt in range(_WIDEN + 1):  # once more: arrays written in it
             reported = len(self.diagnostics)
             outcome = self._lower_body(
                 stmt,
@@ -752,6 +763,18 @@ class LoopLowering:
                 self._poison_loop(stmt)
                 return
             body_parts, outputs, captured_outer = outcome
+            written = [n for n in self.written_in_body if n not in init_values]
+            if written:
+                # arrays written through a helper's argument or a view the body
+                # made (`push(buf, i, v)`): state too, and the body lowered again
+                for name in written:
+                    state_names.append(name)
+                    init_values[name] = env0[name]
+                    init.append(env0[name])  # type: ignore[arg-type]
+                    leaf_names.append(name)
+                    kinds.append((env0[name].dtype, env0[name].shape))  # type: ignore[union-attr]
+                del self.diagnostics[reported:]
+                continue
             wider = [
                 _widen(
                     k,
@@ -886,6 +909,7 @@ class LoopLowering:
             at += n_leaves
         for v, name in zip(carried, leaf_names, strict=True):
             self.hints.setdefault(v, name)
+        before = dict(env)
         saved = (frame.env, frame.live, frame.returns, frame.loop)
         ctx = LoopContext(index=index, outer=frozenset(env))
         frame.env, frame.live, frame.returns = env, B.TRUE, []
@@ -919,6 +943,14 @@ class LoopLowering:
         stop = None
         for live, _ in ctx.breaks:
             stop = live if stop is None else B.logical_or(stop, live)
+        self.written_in_body = [
+            name
+            for name, value in before.items()
+            if name not in init_values
+            and isinstance(value, Node)
+            and value.shape
+            and any(rec.get(name, value) is not value for _, rec in records)
+        ]
         outputs: list[Node] = []
         owners: list[str] = []  # the variable each output is (a part of)
         if not records:  # every path breaks at once

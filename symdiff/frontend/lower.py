@@ -54,7 +54,7 @@ from symdiff.frontend.values import (
     static_value,
     tree_structure,
 )
-from symdiff.frontend.views import ViewLowering
+from symdiff.frontend.views import AMBIGUOUS, View, ViewLowering, key_of
 from symdiff.ir import build as B
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
@@ -254,6 +254,8 @@ class Lowerer(
         self.statement_calls: set[ast.Call] = set()
         # `raise` statements that depend on values (StatementLowering)
         self.raises: list[Raise] = []
+        # arrays a loop body wrote without assigning them (LoopLowering)
+        self.written_in_body: list[str] = []
 
     @property
     def frame(self) -> Frame:
@@ -533,11 +535,9 @@ class Lowerer(
         if not isinstance(bound, dict):
             return bound
         reported = len(self.diagnostics)
-        result, wrote = self._run_inlined(
+        result = self._run_inlined(
             call, name, source, dict(bound), _local_names(source.tree), bound
         )
-        if wrote:
-            return self.poison
         if len(self.diagnostics) > reported and _is_library(fn):
             # Problems deep inside someone else's code help nobody: say it once,
             # at the user's call.
@@ -551,42 +551,50 @@ class Lowerer(
             )
         return result
 
-    def _writes_into_argument(
+    def _writes_into_arguments(
         self,
         call: ast.AST,
-        name: str,
         frame: Frame,
         bound: dict[str, Value],
-        result: Value,
-    ) -> bool:
-        """Report a helper that wrote into an array argument it did not return."""
-        if isinstance(frame.source.tree, ast.Lambda):
-            return False
-        for pname in _written_into(frame.source.tree):
-            before = bound.get(pname)
+        marks: dict[str, Value],
+    ) -> None:
+        """A helper's writes into its array arguments (``def scale(r, s): r *=
+        s``) reach the caller's arrays they were (``scale(Y[0], 2.0)`` changes
+        ``Y``), as in NumPy; a temporary argument (``scale(2 * y, s)``) takes
+        them with it."""
+        if not isinstance(call, ast.Call):
+            return
+        params = list(bound)
+        given: dict[str, ast.expr] = {}
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred) or i >= len(params):
+                break
+            given[params[i]] = arg
+        given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+        for pname, mark in marks.items():
             after = frame.env.get(pname)
-            returned = result is after or (
-                isinstance(result, tuple) and any(r is after for r in result)
-            )
             if (
-                isinstance(before, Node)
-                and before.shape
-                and after is not before
-                and not returned  # `A = set_row(A, i, v)`: the caller takes it
+                frame.env.get(key_of(pname)) is not mark  # rebound: a new array
+                or after is bound[pname]
+                or not isinstance(after, Node)
+                or pname not in given
             ):
-                # NumPy would change the caller's array; a helper's writes stay
-                # in the helper here (arrays are values): say so, not a wrong value
+                continue
+            view = self.view_chain(given[pname])
+            if view is None:
+                continue
+            if view is AMBIGUOUS:
                 self.error(
                     call,
-                    f"`{name}` writes into its array argument `{pname}`, which "
-                    "would change the caller's array; symdiff passes arrays to "
-                    "helpers as values",
-                    f"return the array from `{name}` and assign it in the caller "
-                    f"(`{pname} = {name}(...)`), or write into a copy there "
-                    f"(`{pname} = {pname}.copy()`)",
+                    f"the helper writes into its argument `{pname}`, which may or "
+                    "may not share its array with another here",
+                    "pass a copy (`.copy()`), or write into the original array",
                 )
-                return True
-        return False
+                continue
+            base = self.frame.env.get(view.base)
+            if isinstance(base, Node) and base.shape:
+                self.frame.env[view.base] = self.write_back(view, base, after, call)
+                self.wrote_in_place(view.base, call)
 
     # -- local functions ----------------------------------------------------------
     def local_function(
@@ -706,8 +714,7 @@ class Lowerer(
         source = LocalSource(here.fn, tree, here.filename, name)
         # a variable the enclosing function assigns later cannot be read yet
         later = scope.local_names - scope.env.keys()
-        result, wrote = self._run_inlined(call, name, source, env, own | later, bound)
-        return self.poison if wrote else result
+        return self._run_inlined(call, name, source, env, own | later, bound)
 
     def _run_inlined(
         self,
@@ -717,15 +724,22 @@ class Lowerer(
         env: dict[str, Value],
         local_names: set[str],
         bound: dict[str, Value],
-    ) -> tuple[Value, bool]:
+    ) -> Value:
         """Lower a helper's or a local function's body (``source``) in a frame of
-        its own that starts as ``env``: its result, and whether it wrote into an
-        argument array (reported)."""
+        its own that starts as ``env``: its result.  Its writes into array
+        arguments reach the caller's arrays, as NumPy's do."""
         for pname, value in bound.items():
             if isinstance(value, Node):
                 self.hints.setdefault(value, pname)
         here = self.frame.source
         site = f"inlined from `{here.name}` at {here.display_file}:{call.lineno}"
+        marks = {}
+        for pname, value in bound.items():
+            if isinstance(value, Node) and value.shape:
+                # the caller's array itself, as long as the helper does not rebind
+                # the name: its writes into it reach the caller (as NumPy's do)
+                marks[pname] = Static(View(_ARGUMENT))
+                env[key_of(pname)] = marks[pname]
         frame = Frame(source, env, local_names, site)
         frame.discarded = call in self.statement_calls
         self.frames.append(frame)
@@ -733,7 +747,8 @@ class Lowerer(
             result = self._run_frame(frame)
         finally:
             self.frames.pop()
-        return result, self._writes_into_argument(call, name, frame, bound, result)
+        self._writes_into_arguments(call, frame, bound, marks)
+        return result
 
     def escaping(self, node: ast.AST, value: Value, what: str) -> bool:
         """Report a local function in ``value``, which is ``what`` ("returned",
@@ -994,24 +1009,6 @@ def _is_library(fn: types.FunctionType) -> bool:
     return path.startswith(_LIBRARY_DIRS)
 
 
-def _written_into(tree: ast.FunctionDef) -> list[str]:
-    """The parameters a function writes elements of (``buf[i] = v``, ``acc[i] +=
-    v``) without first binding the name to something else (``buf = buf.copy()``)."""
-    params = {a.arg for a in (*tree.args.posonlyargs, *tree.args.args)}
-    rebound: set[str] = set()
-    written: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                    if t.value.id in params and t.value.id not in written:
-                        written.append(t.value.id)
-                elif isinstance(t, ast.Name) and not isinstance(node, ast.AugAssign):
-                    rebound.add(t.id)
-    return [p for p in written if p not in rebound]
-
-
 def _flatten_dicts(value: Value) -> tuple[Value, Any]:
     """``value`` with each dict (``Static``) as the tuple of its values, and
     the structure that turns the kernel's tuples back into dicts (None where
@@ -1038,6 +1035,10 @@ def restructure(tree: Any, value: Any) -> Any:
     if kind == "dict":
         return {k: restructure(t, v) for (k, t), v in zip(items, value, strict=True)}
     return tuple(restructure(t, v) for t, v in zip(items, value, strict=True))
+
+
+#: The base of a helper's array argument: the caller's array (no name here).
+_ARGUMENT = "\0argument"
 
 
 def _kind_of(node: Node) -> str:

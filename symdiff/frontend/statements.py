@@ -322,17 +322,18 @@ class StatementLowering:
             return
         if isinstance(target, ast.Name):
             self.note_view(target.id, stmt.value, value)
-        elif (
-            isinstance(target, (ast.Tuple, ast.List))
-            and isinstance(stmt.value, ast.Name)
-            and all(isinstance(e, ast.Name) for e in target.elts)
-            and isinstance(value, Node)
-            and len(value.shape) > 1
+        elif isinstance(target, (ast.Tuple, ast.List)) and all(
+            isinstance(e, ast.Name) for e in target.elts
         ):
-            # a, b = Y: rows of Y, which they share
             names = [e.id for e in target.elts]  # type: ignore[attr-defined]
-            rows = [B.constant(j) for j in range(len(names))]
-            self.note_rows(names, stmt.value.id, rows)
+            if isinstance(stmt.value, ast.Tuple) and len(stmt.value.elts) == len(names):
+                # a, b = Y[0], Y[1]: each a view
+                for name, expr in zip(names, stmt.value.elts, strict=True):
+                    self.note_view(name, expr, self.frame.env.get(name))
+            elif isinstance(value, Node) and len(value.shape) > 1:
+                # a, b = Y: rows of Y, which they share
+                rows = [B.constant(j) for j in range(len(names))]
+                self.note_rows(names, stmt.value, rows)
 
     def _stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
         if stmt.value is not None:
@@ -427,6 +428,7 @@ class StatementLowering:
             # y[mask] = np.log(x[mask]): the selection's data where the mask holds
             return _masked_update(base, key, value, mode)
         key = AR.windows(key)  # out[i:i + 3] = v: at the window's positions
+        key = AR.stepped_positions(base, key)  # y[::2] = v: at its positions
         items = list(key) if isinstance(key, tuple) else [key]
         if any(AR.is_array_index(i) for i in items):
             return AR.advanced_update(base, key, value, mode)

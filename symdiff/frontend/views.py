@@ -17,7 +17,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.arrays import SliceValue
@@ -30,34 +32,47 @@ if TYPE_CHECKING:
     from symdiff.frontend.lower import Frame
 
 
+#: One step from an array to a view of it: ("index", key) for basic indexing,
+#: ("transpose", perm or None), ("reshape", the view's shape).
+Step = tuple[str, Any]
+
+
 @dataclass(frozen=True)
 class View:
     """The array a name shares: ``base`` (a name of the same frame) as seen
-    through ``kind``: "alias" (``b = a``), "index" (``Y[key]``, basic indexing),
-    "transpose" (``Y.T``) or "reshape" (``Y.reshape(...)``, ``Y.ravel()``)."""
+    through ``steps``, applied in order: ``Y[1:].T`` is an index, then a
+    transpose; no step for ``b = a``."""
 
     base: str
-    kind: str
-    key: Value = None  # type: ignore[assignment]
+    steps: tuple[Step, ...] = ()
 
     def derive(self, base: Node) -> Node:
         """The view of ``base`` (its new value)."""
-        if self.kind == "index":
-            return AR.index(base, self.key)
-        if self.kind == "transpose":
-            return A.transpose(base)
-        return base  # an alias; a reshape is derived by the caller
+        for step in self.steps:
+            base = _apply(step, base)
+        return base
 
     def map_nodes(self, fn: Callable[[Value], Value]) -> View:
-        """This view with ``fn`` applied to the nodes of its key (a loop body
+        """This view with ``fn`` applied to the nodes of its keys (a loop body
         captures them)."""
-        if self.kind != "index":
-            return self
-        return View(self.base, self.kind, _map(self.key, fn))
+        steps = tuple(
+            (kind, _map(data, fn)) if kind == "index" else (kind, data)
+            for kind, data in self.steps
+        )
+        return View(self.base, steps)
+
+
+def _apply(step: Step, array: Node) -> Node:
+    kind, data = step
+    if kind == "index":
+        return AR.index(array, data)
+    if kind == "transpose":
+        return A.transpose(array, data)
+    return A.reshape(array, data)
 
 
 #: A name that is a view on some paths only (an ``if`` made it in one branch).
-AMBIGUOUS = View("", "ambiguous")
+AMBIGUOUS = View("", (("ambiguous", None),))
 _SUFFIX = "\0view"
 
 
@@ -109,31 +124,6 @@ def _basic(key: Value) -> bool:
     return not any(AR.is_array_index(i) for i in items)
 
 
-def view_of(expr: ast.expr, value: Value, env: dict[str, Value]) -> View | None:
-    """The view an assignment ``name = expr`` makes, where ``expr`` reads an array
-    of the frame by a name and ``value`` (its lowering) is an array."""
-    if not (isinstance(value, Node) and value.shape):
-        return None  # x[0] of a vector is a number: a copy
-    if isinstance(expr, ast.Name) and _array(env, expr.id):
-        return View(expr.id, "alias")
-    if (
-        isinstance(expr, ast.Attribute)
-        and expr.attr == "T"
-        and isinstance(expr.value, ast.Name)
-        and _array(env, expr.value.id)
-    ):
-        return View(expr.value.id, "transpose")
-    if (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr in ("reshape", "ravel")
-        and isinstance(expr.func.value, ast.Name)
-        and _array(env, expr.func.value.id)
-    ):
-        return View(expr.func.value.id, "reshape")
-    return None
-
-
 def _array(env: dict[str, Value], name: str) -> bool:
     value = env.get(name)
     return isinstance(value, Node) and bool(value.shape)
@@ -142,7 +132,7 @@ def _array(env: dict[str, Value], name: str) -> bool:
 def index_view(base: str, key: Value, value: Value) -> View | None:
     """The view ``base[key]`` is, when that is an array made by basic indexing."""
     if isinstance(value, Node) and value.shape and _basic(key):
-        return View(base, "index", key)
+        return View(base, (("index", key),))
     return None
 
 
@@ -240,31 +230,145 @@ class ViewLowering:
     error: Callable[..., Node]
     expr: Callable[..., Value]
     updated: Callable[..., Node]
+    _static_object: Callable[[ast.expr], object]
+
+    def view_chain(self, expr: ast.expr) -> View | None:
+        """The view ``expr`` is of an array of the frame (``Y[1:].T``,
+        ``np.reshape(Y, -1)``, ``np.asarray(Y)``, ``Y``), :data:`AMBIGUOUS` for
+        ``a if c else b`` of views, or None (a new array)."""
+        env = self.frame.env
+        parts: list[tuple[str, Any, ast.expr]] = []  # (kind, data, the view's AST)
+        node = expr
+        while not isinstance(node, ast.Name):
+            outer = node
+            if isinstance(node, ast.IfExp):
+                arms = (self.view_chain(node.body), self.view_chain(node.orelse))
+                return AMBIGUOUS if any(a is not None for a in arms) else None
+            if isinstance(node, ast.Subscript):
+                key = self.expr(node.slice)  # again: pure, and the same nodes
+                if isinstance(node.slice, ast.List):
+                    key = (key,)
+                if not _basic(key):
+                    return None  # an index array: a copy
+                parts.append(("index", key, outer))
+                node = node.value
+            elif isinstance(node, ast.Attribute) and node.attr == "T":
+                parts.append(("transpose", None, outer))
+                node = node.value
+            elif isinstance(node, ast.Call):
+                step = self._view_call(node)
+                if step is None:
+                    return None
+                kind, data, source = step
+                if kind != "alias":
+                    parts.append((kind, data, outer))
+                node = source
+            else:
+                return None
+        if not _array(env, node.id):
+            return None
+        steps: list[Step] = []
+        for kind, data, outer in reversed(parts):
+            if kind == "reshape":  # the view's own shape
+                value = self.expr(outer)
+                if not isinstance(value, Node):
+                    return None
+                data = value.shape
+            steps.append((kind, data))
+        return View(node.id, tuple(steps))
+
+    def _view_call(self, call: ast.Call) -> tuple[str, Any, ast.expr] | None:
+        """A call that makes a view of its array: (step kind, data, the array's
+        expression), or None."""
+        func = call.func
+        obj = self._static_object(func)  # np.reshape, or None for a method
+        if isinstance(func, ast.Attribute) and obj is None and not call.keywords:
+            method, source = func.attr, func.value
+            if method in ("reshape", "ravel", "squeeze"):
+                return "reshape", None, source
+            if method == "view" and not call.args:
+                return "alias", None, source
+            if method == "transpose":
+                perm = _constant_ints(call.args, self.expr)
+                if call.args and len(call.args) == 1 and perm is None:
+                    perm = _constant_ints(call.args[0], self.expr)
+                if call.args and perm is None:
+                    return None
+                return "transpose", tuple(perm) if perm else None, source
+        if obj is None or not call.args:
+            return None
+        source = call.args[0]
+        if obj is reversed and len(call.args) == 1:
+            backwards = Static(SliceValue(None, None, B.constant(-1)))
+            return "index", backwards, source
+        if obj in (
+            np.reshape,
+            np.ravel,
+            np.squeeze,
+            np.expand_dims,
+            np.atleast_1d,
+            np.atleast_2d,
+            np.atleast_3d,
+        ):
+            return "reshape", None, source
+        if obj is np.flip:
+            array = self.expr(source)
+            axis = call.args[1] if len(call.args) > 1 else None
+            for k in call.keywords:
+                axis = k.value if k.arg == "axis" else axis
+            if not isinstance(array, Node):
+                return None
+            rank = len(array.shape)
+            axes = (
+                list(range(rank)) if axis is None else _constant_ints(axis, self.expr)
+            )
+            if axes is None:
+                return None
+            flipped = {a % rank for a in axes} if rank else set()
+            backwards = Static(SliceValue(None, None, B.constant(-1)))
+            full = Static(SliceValue(None, None, None))
+            key = tuple(backwards if a in flipped else full for a in range(rank))
+            return "index", key, source
+        if obj in (np.asarray, np.asanyarray) and len(call.args) == 1:
+            return ("alias", None, source) if not call.keywords else None
+        if obj is np.transpose and not call.keywords:
+            if len(call.args) == 1:
+                return "transpose", None, source
+            perm = _constant_ints(call.args[1], self.expr)
+            return ("transpose", tuple(perm), source) if perm else None
+        return None
 
     def note_view(self, name: str, expr: ast.expr, value: Value) -> None:
         """After ``name = expr``: record what ``name`` views, if anything."""
-        env = self.frame.env
-        view = view_of(expr, value, env)
-        if (
-            view is None
-            and isinstance(expr, ast.Subscript)
-            and isinstance(expr.value, ast.Name)
-            and _array(env, expr.value.id)
-        ):
-            key = self.expr(expr.slice)  # again: pure, and the same nodes
-            if isinstance(expr.slice, ast.List):
-                key = (key,)
-            view = index_view(expr.value.id, key, value)
+        if not (isinstance(value, Node) and value.shape):
+            return  # x[0] of a vector is a number: a copy
+        view = self.view_chain(expr)
         if view is not None and view.base != name:
-            env[key_of(name)] = Static(view)
+            self.frame.env[key_of(name)] = Static(view)
 
-    def note_rows(self, names: list[str], base: str, index: list[Node]) -> None:
-        """``a, b = Y`` or ``for row in Y``: ``names[j]`` is row ``index[j]``."""
+    def note_rows(self, names: list[str], rows_of: ast.expr, index: list[Node]) -> None:
+        """``a, b = Y`` or ``for row in Y[1:]``: ``names[j]`` is row ``index[j]``
+        of the view ``rows_of`` is."""
         env = self.frame.env
+        view = self.view_chain(rows_of)
+        if view is None:
+            return
         for name, k in zip(names, index, strict=True):
             value = env.get(name)
-            if name != base and isinstance(value, Node) and value.shape:
-                env[key_of(name)] = Static(View(base, "index", (k,)))
+            if view is not AMBIGUOUS and name == view.base:
+                continue
+            if isinstance(value, Node) and value.shape:
+                row = (
+                    view
+                    if view is AMBIGUOUS
+                    else View(view.base, (*view.steps, ("index", (k,))))
+                )
+                env[key_of(name)] = Static(row)
+                base = env.get(row.base)
+                if row is not AMBIGUOUS and isinstance(base, Node):
+                    # the row as the array is now (a loop may have written it:
+                    # `for a, b in zip(Y, Y[::-1])` reads what `a += b` wrote)
+                    env[name] = self._derive(row, base, value)
 
     def wrote_in_place(self, name: str, where: ast.AST) -> None:
         """``name``'s array was written into (its new value is bound): write it
@@ -282,9 +386,9 @@ class ViewLowering:
             if view is AMBIGUOUS:
                 self.error(
                     where,
-                    f"`{current}` shares its array with another on only some paths "
-                    "(a view made in one branch of an `if`), so this write may or "
-                    "may not change that array",
+                    f"`{current}` may or may not share its array with another here "
+                    "(it is a view on some paths through an `if` or a loop only), so "
+                    "this write may or may not change that array",
                     f"make a copy where it is made (`{current} = ... .copy()`), or "
                     "write into the original array",
                 )
@@ -295,7 +399,7 @@ class ViewLowering:
             if view is not None and view.base != source:
                 base = env.get(view.base)
                 if isinstance(base, Node) and base.shape:
-                    env[view.base] = self._write_back(view, base, value, where)
+                    env[view.base] = self.write_back(view, base, value, where)
                     todo.append((view.base, current))
             for other, seen in views_of(env, current):
                 old = env.get(other)
@@ -303,24 +407,47 @@ class ViewLowering:
                     env[other] = self._derive(seen, value, old)
                     todo.append((other, current))
 
-    def _write_back(self, view: View, base: Node, value: Node, where: ast.AST) -> Node:
-        """``base`` with ``value`` written where ``view`` shows it."""
+    def write_back(self, view: View, base: Node, value: Node, where: ast.AST) -> Node:
+        """``base`` with ``value`` written where ``view`` shows it: each step
+        undone, from the view back to ``base``."""
+        if not view.steps:
+            return value  # b = a: the same array
+        stages = [base]
+        for step in view.steps[:-1]:
+            stages.append(_apply(step, stages[-1]))
         try:
-            if view.kind == "index":
-                return self.updated(base, view.key, value, "set")
-            if view.kind == "transpose":
-                return A.transpose(value)
-            if view.kind == "reshape":
-                return A.reshape(value, base.shape)
+            for (kind, data), array in zip(
+                reversed(view.steps), reversed(stages), strict=True
+            ):
+                if kind == "index":
+                    value = self.updated(array, data, value, "set")
+                elif kind == "transpose":
+                    value = A.transpose(value, A.inverse(data) if data else None)
+                else:
+                    value = A.reshape(value, array.shape)
         except (AR.Unsupported, ValueError) as exc:
             return self.error(where, str(exc.args[0]), getattr(exc, "hint", ""))
-        return value  # an alias
+        return value
 
     def _derive(self, view: View, base: Node, old: Node) -> Node:
-        if view.kind == "reshape":
-            return A.reshape(base, old.shape)
         value = view.derive(base)
         if value.op == "take" and self.frame.live is not B.TRUE:
             # inside a branch both branches run: a run-time index is clamped
             value = A.take(value.args[0], A.guarded(value.attrs[0]), value.args[1:])
         return value
+
+
+def _constant_ints(
+    node: ast.expr | list[ast.expr], lower: Callable[[ast.expr], Value]
+) -> list[int] | None:
+    """The constant ints ``node`` (an expression, or several) gives, or None."""
+    nodes = node if isinstance(node, list) else [node]
+    out: list[int] = []
+    for n in nodes:
+        value = lower(n)
+        items = value if isinstance(value, tuple) else (value,)
+        for v in items:
+            if not (isinstance(v, Node) and v.op == "const" and v.dtype == "int64"):
+                return None
+            out.append(int(v.value))
+    return out
