@@ -28,6 +28,7 @@ from symdiff.frontend.source import (
     function_source,
     portable_source,
     restore_source,
+    signature,
 )
 from symdiff.frontend.values import TREE, static_kind, tree_structure
 from symdiff.ir.loops import tape_arrays
@@ -460,7 +461,7 @@ class Compiled:
         if not hasattr(fun, "__symdiff_trace__"):
             # A clear error now if there is no source to read.
             function_source(fun.fun if isinstance(fun, custom_vjp) else fun)
-        sig = inspect.signature(fun)
+        sig = signature(fun)
         if any(
             p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
             for p in sig.parameters.values()

@@ -26,6 +26,7 @@ vectorise their calls.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -342,6 +343,20 @@ def _python_scalars(value: Any) -> Any:
     return value
 
 
+class _NumpyFloats(ast.NodeTransformer):
+    """``1.0`` as ``_f64(1.0)`` (``numpy.float64``) in generated code."""
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if type(node.value) is not float:
+            return node
+        call = ast.Call(ast.Name("_f64", ast.Load()), [node], [])
+        return ast.copy_location(call, node)
+
+
+def _ieee_float(value: Any) -> Any:
+    return np.float64(value) if type(value) is float else value
+
+
 def synthetic_filename(name: str, source: str) -> str:
     digest = hashlib.sha1(source.encode()).hexdigest()[:10]
     return f"<symdiff:{name}:{digest}>"
@@ -356,11 +371,21 @@ def load_source(source: str, name: str, ieee_math: bool = False) -> Callable[...
     filename = synthetic_filename(name, source)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {"__name__": f"symdiff_generated_{name}"}
-    exec(compile(source, filename, "exec"), namespace)
+    code: Any = source
+    if ieee_math:
+        # float literals as NumPy floats: an accumulator that starts at 0.0 and
+        # stays there divides as the kernel's does (inf, not ZeroDivisionError)
+        code = ast.fix_missing_locations(_NumpyFloats().visit(ast.parse(source)))
+        namespace["_f64"] = np.float64
+    exec(compile(code, filename, "exec"), namespace)
     if ieee_math:
         # float(n) of an int stays a NumPy float: 1.0 / float(0) is inf
         namespace["float"] = np.float64
         namespace["int"] = OPS["int"].impl  # NaN: no exception, as in Numba
+        # max(count - 1.0, 0.0) may give the literal 0.0, a Python float that
+        # a division by raises: NumPy floats divide as the kernel does
+        namespace["max"] = lambda *a: _ieee_float(max(*a))
+        namespace["min"] = lambda *a: _ieee_float(min(*a))
         if "math" in namespace:
             namespace["math"] = IEEE_MATH
         if namespace.get("np") is np:

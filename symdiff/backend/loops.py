@@ -23,6 +23,7 @@ Every walk is over the node list, never recursive over the graph.
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -798,6 +799,12 @@ class ArrayKernel:
 
     def _value(self, v: Node, env: Mapping[Node, str]) -> str:
         """A value as an operand: an array's name, a scalar's text."""
+        if v.shape and v not in self.names and v.op == "broadcast":
+            # a number stretched (`[0.0] * 3` written into a row): the number,
+            # which the assignment broadcasts itself
+            source = v.args[0]
+            if not source.shape:
+                return self._scalar_text(source, env)
         if v.shape:
             return self._array_text(v)
         return self._scalar_text(v, env)
@@ -810,6 +817,11 @@ class ArrayKernel:
         """A new array of ``shape`` (text) with every element ``value`` (a number
         or its text)."""
         text = value if isinstance(value, str) else repr(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            # repr gives `inf`/`nan`, names no module defines
+            text = (
+                "np.nan" if value != value else ("np.inf" if value > 0 else "-np.inf")
+            )
         if self.device is not None:
             return self.device.full(shape, text, dtype)
         if not isinstance(value, str) and value == 0:

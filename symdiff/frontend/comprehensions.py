@@ -257,6 +257,16 @@ class ComprehensionLowering:
         consumed = MN.GENERATOR_CONSUMERS.get(id(obj))
         if consumed is not None and len(args) == 1 and not kw:
             # math.fsum / math.prod / any / all of a generator: of its items
+            if obj in (builtins.any, builtins.all) and not self._static_length(gen):
+                return self._any_or_all(node, gen, obj is builtins.any)
+            if not self._static_length(gen):
+                return self.error(
+                    node,
+                    f"`{name}` of a generator over a run-time range: it needs the "
+                    "items at once",
+                    "write sum(...) for a sum (rounded at each addition), or make an "
+                    "array and reduce it: np.prod(np.array([... for ...]))",
+                )
             items = self.comprehension(gen, "tuple")
             if items is self.poison:
                 return items
@@ -271,6 +281,44 @@ class ComprehensionLowering:
             "all(), math.fsum() or math.prod()",
             hint,
         )
+
+    def _static_length(self, gen: ast.GeneratorExp) -> bool:
+        """Whether the generator's items can be listed while tracing (constant
+        ranges and tuples, no run-time filter), judged from its sources."""
+        for comp in gen.generators:
+            it = comp.iter
+            if isinstance(it, (ast.Tuple, ast.List)):
+                continue
+            if (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Name)
+                and it.func.id == "range"
+                and all(self._constant(a) for a in it.args)
+            ):
+                continue
+            return False
+        return True
+
+    def _constant(self, expr: ast.expr) -> bool:
+        """Whether ``expr`` is known while tracing (a constant node)."""
+        value = self.expr(expr)
+        return isinstance(value, Node) and value.op == "const"
+
+    def _any_or_all(self, node: ast.Call, gen: ast.GeneratorExp, is_any: bool) -> Value:
+        """``any(...)``/``all(...)`` of a generator over a run-time range: a count
+        of the items that pass (``any``) or fail (``all``), compared with 0."""
+        hit = ast.IfExp(
+            test=gen.elt,
+            body=ast.Constant(1 if is_any else 0),
+            orelse=ast.Constant(0 if is_any else 1),
+        )
+        counting = ast.GeneratorExp(elt=hit, generators=gen.generators)
+        ast.copy_location(counting, gen)
+        ast.fix_missing_locations(counting)
+        count = self.comprehension(counting, "sum", B.constant(0))
+        if not isinstance(count, Node):
+            return count
+        return B.apply("gt" if is_any else "eq", count, B.constant(0))
 
     def _of_iterable(
         self, node: ast.Call, name: str, obj: object, args: list[Value], kw: dict

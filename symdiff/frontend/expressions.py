@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from symdiff.custom import custom_vjp
+from symdiff.errors import SymdiffError
 from symdiff.frontend import arrays as AR
 from symdiff.frontend import linalg as LN
 from symdiff.frontend import masks
@@ -193,6 +194,9 @@ def _python_object(value: Value) -> object:
         return value.obj
     if isinstance(value, Node) and value.op == "const" and not value.shape:
         return value.value
+    if isinstance(value, tuple):  # argnums=(0, 1)
+        items = tuple(_python_object(v) for v in value)
+        return _UNKNOWN if _UNKNOWN in items else items
     return _UNKNOWN
 
 
@@ -1071,6 +1075,39 @@ class ExpressionLowering:
             )
         return Static(dict(zip(keys, values[n:], strict=True)))
 
+    def _make_transform(
+        self, node: ast.Call, obj: Any, args: list[Value], kwargs: dict[str, Value]
+    ) -> Value:
+        """``symdiff.grad(inner)`` written inside the function: the transform of
+        a function known while tracing, made now (then called: its graph joins
+        this one, as a transform made at module level does)."""
+        name = ast.unparse(node.func)
+        values = [_python_object(v) for v in [*args, *kwargs.values()]]
+        if _UNKNOWN in values:
+            return self.error(
+                node,
+                f"`{name}` inside a differentiated function takes a function and "
+                "options known while tracing",
+                "make the transform at module level, or pass constants",
+            )
+        if any(isinstance(v, LocalFunction) for v in values):
+            return self.error(
+                node,
+                f"`{name}` of a function defined inside the differentiated one is "
+                "not supported",
+                "define that function at module level (its transform may be made "
+                "inside)",
+            )
+        given = values[: len(args)]
+        options = dict(zip(kwargs, values[len(args) :], strict=True))
+        try:
+            made = obj(*given, **options)
+        except SymdiffError as exc:
+            return self.error(node, f"`{name}`: {str(exc).splitlines()[0]}")
+        except TypeError as exc:
+            return self.error(node, f"bad call of `{name}`: {exc}")
+        return Static(made)
+
     def _expr_JoinedStr(
         self, node: ast.JoinedStr, values: list[Value], test: bool
     ) -> Value:
@@ -1146,6 +1183,8 @@ class ExpressionLowering:
             return self.inline_local(node, obj, args, kwargs)
         if hasattr(obj, "__symdiff_inline__"):  # slope = symdiff.grad(f)
             return self.inline_transform(node, obj, args, kwargs)
+        if getattr(obj, "__module__", None) == "symdiff.api":
+            return self._make_transform(node, obj, args, kwargs)
         inlined = isinstance(obj, types.FunctionType) or _python_function(obj)
         if not inlined or isinstance(obj, custom_vjp):
             # only the user's own helpers may take a local function (and call it)

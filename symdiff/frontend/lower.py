@@ -39,7 +39,7 @@ from symdiff.frontend import arrays as AR
 from symdiff.frontend.comprehensions import ComprehensionLowering
 from symdiff.frontend.expressions import ExpressionLowering, python_value
 from symdiff.frontend.loops import LoopContext, LoopLowering
-from symdiff.frontend.source import FunctionSource, function_source
+from symdiff.frontend.source import FunctionSource, function_source, signature
 from symdiff.frontend.statements import StatementLowering, _local_names, _walk_scope
 from symdiff.frontend.values import (
     STATIC,
@@ -781,7 +781,7 @@ class Lowerer(
         """``fn``'s parameters bound to a call's values, defaults filled in (as
         values), or the error reported for a call that does not fit."""
         try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
+            bound = signature(fn).bind(*args, **kwargs)
         except TypeError as exc:
             return self.error(
                 call,

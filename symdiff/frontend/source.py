@@ -73,6 +73,21 @@ def function_source(fn: object) -> FunctionSource:
     return FunctionSource(fn, _tree(fn), fn.__code__.co_filename)
 
 
+def signature(fn: object) -> inspect.Signature:
+    """``fn``'s parameters as symdiff lowers it: a decorator's wrapper with its
+    own parameters (``def wrapper(x, scale=3.0)``) has those, not the wrapped
+    function's (which ``inspect.signature`` reports, following
+    ``__wrapped__``)."""
+    if isinstance(fn, types.FunctionType) and getattr(fn, "__wrapped__", None):
+        try:
+            own = _through_wrappers(fn) is fn
+        except SourceUnavailableError:
+            own = False
+        if own:
+            return inspect.signature(fn, follow_wrapped=False)
+    return inspect.signature(fn)  # type: ignore[arg-type]
+
+
 def _tree(fn: types.FunctionType) -> ast.FunctionDef | ast.Lambda:
     code = fn.__code__
     tree = _TREES.get(code)

@@ -363,9 +363,12 @@ class StatementLowering:
         if (
             isinstance(base, tuple)
             and base
-            and all(isinstance(b, Node) and not b.shape for b in base)
+            and all(isinstance(b, Node) for b in base)
+            and len({b.shape for b in base}) == 1  # type: ignore[union-attr]
         ):
-            base = AR.array(base)  # f = [0.0, x, 1.0]; f[i] = v: a list of numbers
+            # f = [0.0, x, 1.0]; f[i] = v: a list of numbers (of rows of one
+            # length: T = [[0.0] * 3 for _ in range(2)]) is an array
+            base = AR.array(base)
         if not (isinstance(base, Node) and base.shape):
             self.error(
                 target,

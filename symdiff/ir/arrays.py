@@ -258,6 +258,8 @@ def unbroadcast(g: Node, shape: Shape) -> Node:
     if g.shape == shape:
         return g
     extra = len(g.shape) - len(shape)
+    if extra < 0:  # a partial that broadcast against the operand (length-1 axes)
+        return broadcast_to(g, shape)
     axes = list(range(extra))
     for i, d in enumerate(shape):
         if d == 1 and g.shape[extra + i] != 1:

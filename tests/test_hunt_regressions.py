@@ -1,0 +1,173 @@
+"""Functions written as users write them that once failed: infinite fills, masked
+writes on one-element arrays, list-of-lists tables, divisions by an empty mask's
+sum on the Python target, transforms made inside a traced function, wrappers with
+their own parameters, and ``any``/``all`` over run-time generators."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+import symdiff
+from symdiff.errors import SymdiffError
+
+
+def running_min_of_inf(x):
+    R = np.full(3, np.inf)
+    R[0] = x
+    return min(R[0], R[1]) + min(R[1], R[2])
+
+
+def test_infinite_fill_then_item_write():
+    for target in ("cpu", "python"):
+        assert symdiff.jit(running_min_of_inf, target=target)(1.0) == math.inf
+        src = symdiff.jit(running_min_of_inf, target=target).source
+        assert "np.inf" in src
+
+
+def two_masked_writes(x):
+    y = x.copy()
+    m = x > 0
+    y[m] = y[m] * 2.0
+    y[m] = y[m] * 3.0
+    return np.sum(y)
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [([0.5, -1.0], [6.0, 1.0]), ([0.5], [6.0]), ([-0.5], [1.0])],
+)
+def test_masked_writes_on_short_arrays(x, expected):
+    grad = symdiff.grad(two_masked_writes)(np.array(x))
+    np.testing.assert_allclose(grad, expected)
+
+
+def table_rows(x, n: int):
+    T = [[0.0] * 3 for _ in range(n)]
+    T[1][2] = x * x
+    return T[1][2] + T[0][0]
+
+
+def table_constant(x):
+    T = [[0.0] * 3 for _ in range(2)]
+    T[1][2] = x
+    T[0][1] = 2.0 * x
+    return T[1][2] * 2 + T[0][1] * T[1][2]
+
+
+def test_list_of_lists_tables():
+    assert symdiff.value_and_grad(table_rows)(1.5, 2) == pytest.approx((2.25, 3.0))
+    assert symdiff.value_and_grad(table_rows)(1.5, 4) == pytest.approx((2.25, 3.0))
+    value, grad = symdiff.value_and_grad(table_constant)(1.5)
+    assert value == pytest.approx(table_constant(1.5))
+    assert grad == pytest.approx(2.0 + 4.0 * 1.5)
+
+
+def divide_by_positive_sum(x):
+    y = x.copy()
+    y[x > 0] /= np.sum(x[x > 0])
+    return np.sum(y)
+
+
+def sample_variance_of_positive(x):
+    return np.var(x[x > 0], ddof=1)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_empty_mask_divisions_follow_ieee(target):
+    x = np.array([-1.0, -2.0])
+    grad = symdiff.grad(divide_by_positive_sum, target=target)(x)
+    np.testing.assert_array_equal(grad, [1.0, 1.0])
+    with np.errstate(all="ignore"):
+        value = symdiff.jit(sample_variance_of_positive, target=target)(x)
+    assert math.isnan(value)
+    x = np.array([1.0, -2.0, 3.0])
+    eps = 1e-6
+    fd = [
+        (divide_by_positive_sum(x + eps * e) - divide_by_positive_sum(x - eps * e))
+        / (2 * eps)
+        for e in np.eye(3)
+    ]
+    np.testing.assert_allclose(
+        symdiff.grad(divide_by_positive_sum, target=target)(x), fd, atol=1e-6
+    )
+
+
+def cube(x):
+    return x**3
+
+
+def grad_made_inside(x):
+    return symdiff.grad(cube)(x) * x
+
+
+def value_and_grad_made_inside(x, y):
+    v, g = symdiff.value_and_grad(cube)(x)
+    return v * y + g
+
+
+def test_transforms_made_inside_a_traced_function():
+    assert symdiff.jit(grad_made_inside)(2.0) == pytest.approx(24.0)
+    assert symdiff.grad(grad_made_inside)(2.0) == pytest.approx(36.0)
+    got = symdiff.grad(value_and_grad_made_inside, argnums=(0, 1))(1.5, 2.0)
+    assert got == pytest.approx((3 * 1.5**2 * 2.0 + 6 * 1.5, 1.5**3))
+
+
+def local_transform(x):
+    return symdiff.grad(lambda a: a * a)(x)
+
+
+def test_transform_of_a_local_function_is_reported():
+    with pytest.raises(SymdiffError, match="defined inside the differentiated one"):
+        symdiff.jit(local_transform)(1.0)
+
+
+def with_scale(fn):
+    @functools.wraps(fn)
+    def wrapper(x, scale=3.0):
+        return fn(x) * scale
+
+    return wrapper
+
+
+@with_scale
+def scaled_square(x):
+    return x**2
+
+
+def uses_scaled(x):
+    return scaled_square(x, scale=0.5) + scaled_square(x)
+
+
+def test_wrapper_with_its_own_parameters():
+    assert symdiff.jit(scaled_square)(2.0) == pytest.approx(12.0)
+    assert symdiff.jit(scaled_square)(2.0, scale=2.0) == pytest.approx(8.0)
+    assert symdiff.grad(uses_scaled)(2.0) == pytest.approx(14.0)
+
+
+def any_all_run_time(x):
+    big = any(v > 1 for v in x)
+    bounded = all(x[i] > -5 for i in range(len(x)))
+    return float(big) + float(bounded) * np.sum(x)
+
+
+def fsum_run_time(x):
+    return math.fsum(x[i] ** 2 for i in range(len(x)))
+
+
+@pytest.mark.parametrize("x", [[0.5, 2.0], [0.5, -6.0], [0.1, 0.2], [], [7.0]], ids=str)
+def test_any_all_of_run_time_generators(x):
+    x = np.array(x)
+    assert symdiff.jit(any_all_run_time)(x) == pytest.approx(any_all_run_time(x))
+    if len(x):
+        grad = symdiff.grad(any_all_run_time)(x)
+        bounded = all(v > -5 for v in x)
+        np.testing.assert_allclose(grad, np.full(len(x), float(bounded)))
+
+
+def test_fsum_of_run_time_generator_is_reported():
+    with pytest.raises(SymdiffError, match="needs the items at once"):
+        symdiff.jit(fsum_run_time)(np.array([1.0, 2.0]))
