@@ -274,7 +274,14 @@ class Vectorized:
             ]
             outs: list[Any] = [np.empty(size, t) for t in out_types]
             if size and outs:
-                loop.compiled(*flat, *outs)
+                try:
+                    loop.compiled(*flat, *outs)
+                except SystemError:
+                    # a `raise` of the user's in a thread of a prange loop reaches
+                    # Python as a SystemError: the loop again, in this thread,
+                    # raises the user's exception itself
+                    loop.python(*flat, *outs)
+                    raise
         else:
             outs = self._cuda(plan, names, arrays, on_device, tuple(one), shape)
         if any(on_device) and shape:

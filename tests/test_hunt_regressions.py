@@ -171,3 +171,130 @@ def test_any_all_of_run_time_generators(x):
 def test_fsum_of_run_time_generator_is_reported():
     with pytest.raises(SymdiffError, match="needs the items at once"):
         symdiff.jit(fsum_run_time)(np.array([1.0, 2.0]))
+
+
+MASK = np.array([True, False, True, True])
+
+
+def constant_masks(x):
+    picked = x[MASK]
+    return np.sum(picked * x[[False, False, False, False]].sum()) + picked[1] ** 2
+
+
+def constant_mask_columns(X):
+    return np.sum(X[[True, False], :] ** 2) + np.sum(X[:, [True, False, True, True]])
+
+
+def mask_of_wrong_length(x):
+    return np.sum(x[[True, False]])
+
+
+def test_constant_boolean_masks_select_positions():
+    x = np.arange(1.0, 5.0)
+    assert symdiff.jit(constant_masks)(x) == pytest.approx(constant_masks(x))
+    np.testing.assert_allclose(symdiff.grad(constant_masks)(x), [0.0, 0.0, 6.0, 0.0])
+    X = np.arange(8.0).reshape(2, 4)
+    assert symdiff.jit(constant_mask_columns)(X) == pytest.approx(36.0)
+    np.testing.assert_allclose(
+        symdiff.grad(constant_mask_columns)(X), [[1, 2, 5, 7], [1, 0, 1, 1]]
+    )
+    with pytest.raises(SymdiffError, match="boolean index did not match"):
+        symdiff.jit(mask_of_wrong_length)(x)
+
+
+def checked_sqrt(x):
+    if x < 0:
+        raise ValueError("x must be >= 0")
+    return math.sqrt(x)
+
+
+@pytest.mark.parametrize("target", ["cpu", "parallel"])
+def test_a_raise_in_a_parallel_vectorized_loop_is_the_users(target):
+    for transform, expected in ((symdiff.jit, [1.0, 2.0]), (symdiff.grad, [0.5, 0.25])):
+        batched = symdiff.vectorize(transform(checked_sqrt), target=target)
+        np.testing.assert_allclose(batched(np.array([1.0, 4.0])), expected)
+        with pytest.raises(ValueError, match="x must be >= 0"):
+            batched(np.array([1.0, -1.0, 4.0]))
+
+
+def moded(x, mode="a"):
+    return x * 2 if mode == "a" else x
+
+
+def test_a_numpy_string_is_a_static_argument():
+    assert symdiff.jit(moded)(1.0, np.str_("a")) == 2.0
+    assert symdiff.jit(moded)(1.0, np.str_("b")) == 1.0
+
+
+def or_default(x, scale=None):
+    scale = scale or 2.0
+    return x * scale
+
+
+def and_constant(x):
+    return (x and 1.0) * 1.0
+
+
+def old_ternary(x, y):
+    return ((not (x < y) and 1.0) or 2.0) * x
+
+
+def int_or(x, n: int):
+    return x * ((n or 2) > 1)
+
+
+def condition_or_number(x):
+    return x * ((x > 1) or 5.0)
+
+
+def operands(x, y):
+    return (x or y) * 2 + (x and y)
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    [
+        (or_default, (3.0, 5.0)),
+        (or_default, (3.0,)),
+        (or_default, (3.0, 0.0)),
+        (and_constant, (0.0,)),
+        (and_constant, (2.0,)),
+        (old_ternary, (1.0, 2.0)),
+        (old_ternary, (3.0, 2.0)),
+        (int_or, (1.5, 0)),
+        (int_or, (1.5, 1)),
+        (condition_or_number, (2.0,)),
+        (condition_or_number, (0.5,)),
+        (operands, (0.0, 3.0)),
+        (operands, (2.0, 3.0)),
+    ],
+)
+def test_and_or_return_the_deciding_operand(fn, args):
+    assert symdiff.jit(fn)(*args) == fn(*args)
+
+
+def power(x, y):
+    return x**y
+
+
+@pytest.mark.parametrize("point", [(2.0, 0.0), (3.0, 1.5), (0.5, -1.0)])
+def test_hessian_of_power_is_symmetric(point):
+    x, y = point
+    H = np.array(symdiff.hessian(power, argnums=(0, 1))(x, y))
+    expected = [
+        [y * (y - 1) * x ** (y - 2), x ** (y - 1) * (1 + y * math.log(x))],
+        [x ** (y - 1) * (1 + y * math.log(x)), x**y * math.log(x) ** 2],
+    ]
+    np.testing.assert_allclose(H, expected, rtol=1e-12, atol=1e-15)
+
+
+def factorial_times(x, n: int):
+    return math.factorial(n) * x
+
+
+def test_factorial_of_a_run_time_int_is_exact_to_17():
+    for n in range(18):
+        assert symdiff.jit(factorial_times)(1.0, n) == float(math.factorial(n))
+    assert symdiff.jit(factorial_times)(1.0, 25) == pytest.approx(
+        float(math.factorial(25)), rel=1e-15
+    )

@@ -1920,6 +1920,8 @@ def _plan_advanced(x: Node, items: list[Value], what: str) -> _Advanced:
                 )
             continue
         node = array(item, "an index")
+        if node.dtype == "bool" and constant_mask(node) is not None:
+            node = _mask_positions(node, x.shape[axis], axis)
         if node.dtype == "bool":
             raise Unsupported(
                 f"{what} with a boolean mask is not supported: the result's "
@@ -2167,6 +2169,40 @@ def _constant_positions(node: Node) -> list[int]:
     if node.op == "pack" and all(a.op == "const" for a in node.args):
         return [int(a.value) for a in node.args]
     return []
+
+
+def constant_mask(node: Node) -> list[bool] | None:
+    """The values of a one-dimensional boolean index known while tracing
+    (``x[[True, False, True]]``, a global mask), else None."""
+    if node.dtype != "bool" or len(node.shape) != 1:
+        return None
+    inner = node
+    while inner.op == "reshape":
+        inner = inner.args[0]
+    if inner.op == "const":
+        return [bool(inner.value)]
+    if inner.op == "pack" and all(a.op == "const" for a in inner.args):
+        return [bool(a.value) for a in inner.args]
+    return None
+
+
+def _mask_positions(node: Node, n: Length, axis: int) -> Node:
+    """The positions a constant boolean index selects, as NumPy's
+    ``np.flatnonzero``; its length must be the axis's."""
+    flags = constant_mask(node)
+    assert flags is not None
+    message = (
+        f"boolean index did not match indexed array along axis {axis}; size of "
+        f"axis is {S.format_dim(n)} but size of corresponding boolean axis is "
+        f"{len(flags)}"
+    )
+    if isinstance(n, int) and n != len(flags):
+        raise Unsupported(message, "give the mask one entry per element")
+    S.unify(n, len(flags), message)
+    positions = [k for k, f in enumerate(flags) if f]
+    if not positions:
+        return A.arange(0)  # nothing selected: an empty index
+    return A.pack([constant(k) for k in positions])
 
 
 def _non_negative(node: Node) -> bool:

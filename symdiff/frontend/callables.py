@@ -199,12 +199,13 @@ def _exact(value: int) -> Node:
 
 
 def _factorial(k: Node) -> Node:
-    """``math.factorial``: exact for a constant; ``gamma(k + 1)`` for an int known
-    when the kernel runs (Numba's, as CPython's, is exact up to 22!)."""
+    """``math.factorial``: exact for a constant; for an int known when the kernel
+    runs, ``gamma(k + 1)`` rounded to the nearest integer (exact up to 18!, past
+    which an ulp is more than 1; Numba's gamma is a few ulps off), a float."""
     n = _whole(k, "math.factorial")
     if n is not None:
         return _exact(math.factorial(n)) if n <= 170 else constant(math.inf)
-    return apply("gamma", add(to_float(k), ONE))
+    return apply("floor", add(apply("gamma", add(to_float(k), ONE)), constant(0.5)))
 
 
 def _comb(n: Node, k: Node) -> Node:

@@ -377,11 +377,18 @@ class ExpressionLowering:
             value = results.pop(id(node.values[k]))
             truth = _static_truth(value)
             last = k == len(node.values) - 1
-            if truth is is_or or (last and truth is not None and not test):
-                # decides (true for `or`, false for `and`): Python's value is
-                # this operand (`found or 0.0`), its truth in a condition
+            if truth is is_or or (last and truth is not None):
+                # decides (true for `or`, false for `and`), or ends the run-time
+                # operands before it: Python's value is this operand (`found or
+                # 0.0`) where those before it pass, its truth in a condition
                 del pending[id(node)]
-                results[id(node)] = B.constant(truth) if test else value
+                before = [v for v in done if v is not _DROPPED]
+                if before:  # `x or 1.0`: x where it is true, else 1.0
+                    results[id(node)] = self._bool_combine(
+                        node, [*before, B.constant(truth) if test else value], test
+                    )
+                else:
+                    results[id(node)] = B.constant(truth) if test else value
                 return None
             done.append(_DROPPED if truth is not None else value)
             k += 1
@@ -934,11 +941,16 @@ class ExpressionLowering:
                 "element-wise (with parentheses around comparisons)",
             )
         if not test and any(o.dtype != "bool" for o in operands):
-            return self.error(
-                node,
-                f"`{word}` on numbers returns one of its operands",
-                "use `a if cond else b`, or compare explicitly",
-            )
+            # Python's value: the first operand that decides (`scale or 2.0` is
+            # `scale if scale else 2.0`), as selects from the last one back
+            value = operands[-1]
+            for operand in reversed(operands[:-1]):
+                truth = B.truth(operand)
+                if word == "or":
+                    value = B.select(truth, operand, value)
+                else:
+                    value = B.select(truth, value, operand)
+            return value
         combine = B.logical_and if isinstance(node.op, ast.And) else B.logical_or
         result = B.truth(operands[0])
         for operand in operands[1:]:

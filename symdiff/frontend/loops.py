@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
+from symdiff.frontend import bounds
 from symdiff.frontend.expressions import _as_maybe, _optional
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.statements import _local_names_of
@@ -757,6 +758,7 @@ class LoopLowering:
                 index_hint,
                 flag,
                 guard,
+                count if bounded else None,
             )
             if outcome is None:  # errors reported
                 frame.env = env0
@@ -865,12 +867,15 @@ class LoopLowering:
         index_hint: str,
         flag: str | None = None,
         guard: Node = B.TRUE,
+        trips: Node | None = None,
     ) -> tuple[tuple, list[Node], list[Node]] | None:
         """``guard``: the condition under which the loop runs at all; a ``while``
         loop tests it first (a loop in a branch not taken must not spin)."""
         frame = self.frame
         reported = len(self.diagnostics)
         index = L.var(index_hint, (), "int64")
+        if trips is not None:
+            bounds.note_index(index, trips)
         carried = [
             L.var(n, shape, dt)
             for n, (dt, shape) in zip(leaf_names, kinds, strict=True)
@@ -895,6 +900,8 @@ class LoopLowering:
                 return value
             if value not in captured:
                 captured[value] = L.var(name, value.shape, value.dtype)
+                if not value.shape and value.dtype == "int64":
+                    bounds.note_capture(captured[value], value)
                 AR.same_length(captured[value], value)
             return captured[value]
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from symdiff.frontend import arrays as AR
+from symdiff.frontend import bounds
 from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import SliceValue, Unsupported, axes_arg, flag
 from symdiff.frontend.values import LocalFunction, Masked, MaskedMethod, Static, Value
@@ -131,7 +132,13 @@ def select(x: Node, items: list[Value]) -> Masked | None:
     """``x[mask]``, ``X[mask, 0]``, ``X[mask, 1:]``: the selection, or None where
     no index is a boolean array.  The mask comes first (``X[:, mask]`` is
     reported); what follows it indexes each selected element."""
-    flags = [isinstance(i, Node) and bool(i.shape) and i.dtype == "bool" for i in items]
+    flags = [
+        isinstance(i, Node)
+        and bool(i.shape)
+        and i.dtype == "bool"
+        and AR.constant_mask(i) is None  # x[[True, False, True]]: positions
+        for i in items
+    ]
     if not any(flags):
         return None
     if not flags[0] or any(flags[1:]):
@@ -171,7 +178,7 @@ def window(x: Node, items: list[Value]) -> Masked | None:
         for k, item in enumerate(items)
         if isinstance(item, Static)
         and isinstance(item.obj, SliceValue)
-        and _run_time(item.obj)
+        and (_run_time(item.obj) or _past_ends(x, items, k))
     ]
     if not found:
         return None
@@ -239,6 +246,125 @@ def _run_time(sl: SliceValue) -> bool:
             except Unsupported:
                 return True
     return False
+
+
+def window_write(
+    x: Node, items: list[Value], value: Value | Masked, mode: AR.MaskMode
+) -> tuple[tuple[Value, ...], Node] | None:
+    """``x[i:] *= 0.9``, ``A[i, k + 1:] -= f * A[k, k + 1:]``, ``out[i - 1:i + 1]
+    += v``: a write to a slice whose bounds are known only when the kernel runs
+    (or a window not proven inside ``x``), as NumPy makes it.  Returns the key
+    of the block it writes in (the whole axis at the slice) and the block after
+    the write: a select over the axis between the new values, realigned to the
+    slice's start, and the old ones.  None where no slice is such."""
+    found = [
+        k
+        for k, item in enumerate(items)
+        if isinstance(item, Static)
+        and isinstance(item.obj, SliceValue)
+        and (_run_time(item.obj) or _past_ends(x, items, k))
+    ]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise Unsupported(
+            "a write to two slices whose lengths are known only when the kernel runs",
+            "write one axis at a time in a loop (`A[i, k:] = v`)",
+        )
+    k = found[0]
+    sl = items[k].obj
+    assert isinstance(sl, SliceValue)
+    if not AR._none(sl.step) and AR.static_int(sl.step, "a slice step") != 1:
+        raise Unsupported(
+            "a write to a slice with a run-time length and a step",
+            "write the elements one by one in a loop, or the whole array with "
+            "np.where and a mask",
+        )
+    before, after = items[:k], items[k + 1 :]
+    if any(
+        not (isinstance(i, Node) and not i.shape and i.dtype == "int64") for i in before
+    ) or not all(AR._is_static(i) for i in after):
+        raise Unsupported(
+            "a write to a slice with a run-time length must have integers only "
+            "before it and constant slices after it (`A[i, k:] = v`, `x[i:] = v`)",
+            "index the other axes first, or write the whole array with np.where "
+            "and a mask",
+        )
+    full = Static(SliceValue(None, None, None))
+    key = (*before, full, *after)
+    block = AR.index(x, key)
+    n = block.shape[0]
+    size = A.dim(n)
+    start = _bound(sl.start, B.constant(0), size)
+    stop = _bound(sl.stop, size, size)
+    positions = A.iota(0, (n,))
+    inside = B.logical_and(
+        B.apply("ge", positions, start), B.apply("lt", positions, stop)
+    )
+    spread = _realigned(value, block, positions, start)
+    return key, AR._mask_select(block, inside, len(block.shape) - 1, spread, mode)
+
+
+def _realigned(
+    value: Value | Masked, block: Node, positions: Node, start: Node
+) -> Node:
+    """The value written to ``block[start:stop]``, as an array of ``block``'s
+    shape: its element ``j`` along the first axis moved to ``start + j``."""
+    if isinstance(value, Masked):
+        if value.window is None:
+            raise Unsupported(
+                "a boolean-mask selection (`x[mask]`) is written to a slice: its "
+                "length depends on the values",
+                "write the whole array: y = np.where(mask, x, y)",
+            )
+        data = value.data
+        if len(data.shape) != len(block.shape):
+            raise Unsupported(
+                "a slice of run-time length is written with a value of another "
+                "dimension",
+                "write a number, or a slice of the same dimension",
+            )
+    else:
+        data = AR.array(value, "the assigned value")
+        if len(data.shape) > len(block.shape):
+            raise Unsupported(
+                f"could not broadcast a value of shape {S.format_shape(data.shape)} "
+                f"into a slice of an array of dimension {len(block.shape)}",
+                "write a number, or an array of the slice's shape",
+            )
+    if len(data.shape) == len(block.shape) and data.shape[0] != 1:
+        # element j of the value goes to start + j
+        zero = B.constant(0)
+        last = B.apply("max", B.sub(A.dim(data.shape[0]), B.constant(1)), zero)
+        at = B.apply("min", B.apply("max", B.sub(positions, start), zero), last)
+        data = AR.index(data, at)
+    if S.broadcast([block.shape, data.shape], lambda: "in element assignment") != (
+        block.shape
+    ):
+        raise Unsupported(
+            f"could not broadcast a value of shape {S.format_shape(data.shape)} "
+            f"into a slice of an array of shape {S.format_shape(block.shape)}",
+            "write a number, or an array of the slice's shape",
+        )
+    return data
+
+
+def _past_ends(x: Node, items: list[Value], k: int) -> bool:
+    """Whether item ``k``, a window of fixed length (``x[i - 2:i]``), is not
+    proven to lie inside ``x`` on every iteration of the loops around it
+    (bounds.py): where it may not, NumPy's slice is shorter there, and it is
+    read as a slice of run-time length."""
+    sl = items[k].obj  # type: ignore[union-attr]
+    try:
+        if AR._window(sl, k) is None:
+            return False
+    except Unsupported:
+        return False
+    if any(isinstance(i, Static) and i.obj in (None, Ellipsis) for i in items[:k]):
+        return False  # the axis is not item k's: judged no further
+    if k >= len(x.shape):
+        return False
+    return not bounds.inside(sl.start, sl.stop, A.dim(x.shape[k]))
 
 
 def _bound(value: Value | None, default: Node, size: Node) -> Node:

@@ -21,6 +21,7 @@ import numpy as np
 
 from symdiff.errors import SymdiffWarning
 from symdiff.frontend import arrays as AR
+from symdiff.frontend import masks
 from symdiff.frontend.expressions import BINOPS, python_value
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.values import (
@@ -427,6 +428,10 @@ class StatementLowering:
     ) -> Node:
         """``base`` after ``base[key] = value`` (``mode``: "set", "add" or an
         operation); raises ``Unsupported`` or ``ShapeMismatch``."""
+        items = list(key) if isinstance(key, tuple) else [key]
+        block = masks.window_write(base, items, value, mode)
+        if block is not None:  # x[i:] *= 0.9: a slice of run-time length
+            return self._basic_update(base, block[0], block[1], "set")
         if isinstance(value, Masked):
             # y[mask] = np.log(x[mask]): the selection's data where the mask holds
             return _masked_update(base, key, value, mode)

@@ -130,7 +130,7 @@ def static_kind(value: object) -> str | None:
     own class (a config, a model: its attributes are read while tracing, and the
     kernel is specialised to the object); None for anything else."""
     if value is None or isinstance(value, str):
-        return STATIC + repr(value)
+        return STATIC + repr(None if value is None else str(value))  # np.str_ too
     if isinstance(value, Bound):
         kind = f"{STATIC}{type(value.obj).__qualname__} object#{id(value)}"
         _OBJECTS[kind] = value.obj

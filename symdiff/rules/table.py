@@ -24,6 +24,7 @@ from symdiff.ir.build import (
     add,
     apply,
     div,
+    logical_and,
     logical_or,
     mul,
     neg,
@@ -54,8 +55,10 @@ def _pow_partials(a: Node, b: Node, out: Node) -> tuple[Partial, Partial]:
     d_base = mul(b, pow_(a, sub(b, constant(1))))
     if b.op == "const":
         return d_base, None
-    # a ** 0 is 1 everywhere: its slope is 0, also at a == 0 (not 0 * inf)
-    d_base = select(apply("eq", b, constant(0)), ZERO, d_base)
+    # a ** 0 is 1 everywhere: its slope is 0, also at a == 0 (not 0 * inf); only
+    # there, so that the slope keeps its derivative in b (d2/da db = 1/a at b == 0)
+    at_zero = logical_and(apply("eq", b, constant(0)), apply("eq", a, ZERO))
+    d_base = select(at_zero, ZERO, d_base)
     # d/db a**b = a**b log(a); at a == 0 the limit is 0 (for b > 0), not 0 * -inf.
     d_exp = select(apply("eq", a, ZERO), ZERO, mul(out, apply("log", a)))
     return d_base, d_exp
