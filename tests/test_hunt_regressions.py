@@ -298,3 +298,80 @@ def test_factorial_of_a_run_time_int_is_exact_to_17():
     assert symdiff.jit(factorial_times)(1.0, 25) == pytest.approx(
         float(math.factorial(25)), rel=1e-15
     )
+
+
+def tanh_dot(w, x):
+    return np.tanh(w @ x)
+
+
+tanh_dot_grad = symdiff.grad(tanh_dot)
+
+
+def grad_at_computed_argument(w, x):
+    return np.sum(tanh_dot_grad(w, 2.0 * x)) + np.sum(tanh_dot_grad(np.sin(w), x))
+
+
+def quadratic(x, A):
+    return 0.5 * x @ A @ x
+
+
+quadratic_grad = symdiff.grad(quadratic)
+
+
+def gradient_step(lr, x0, A):
+    return np.sum(x0 - lr * quadratic_grad(x0, A))
+
+
+def head_energy(x, n: int):
+    return np.sum(x[:n] ** 2) + np.sum(np.zeros(n) + 1.0)
+
+
+head_energy_grad = symdiff.grad(head_energy)
+
+
+def uses_head_energy(y, x, n: int):
+    return np.sum(head_energy_grad(x, n) * y)
+
+
+def test_transforms_inside_take_callers_shapes_and_sizes():
+    w = np.array([0.1, -0.4, 0.3])
+    x = np.array([1.0, 2.0, -0.5])
+    assert symdiff.jit(grad_at_computed_argument)(w, x) == pytest.approx(
+        grad_at_computed_argument(w, x)
+    )
+    A = 2.0 * np.eye(3)
+    assert symdiff.jit(gradient_step)(0.1, x, A) == pytest.approx(
+        gradient_step(0.1, x, A)
+    )
+    g = symdiff.grad(gradient_step, argnums=(0, 1))(0.1, x, A)
+    assert g[0] == pytest.approx(-np.sum(A @ x))
+    np.testing.assert_allclose(g[1], 1.0 - 0.1 * A.sum(axis=0))
+    x4 = np.array([1.0, 2.0, 3.0, 4.0])
+    y4 = np.array([1.0, 1.0, 2.0, 3.0])
+    for n in (0, 2, 4):
+        assert symdiff.jit(uses_head_energy)(y4, x4, n) == pytest.approx(
+            uses_head_energy(y4, x4, n)
+        )
+
+
+def heat(u0, kappa, steps):
+    n = u0.shape[0]
+    u = u0.copy()
+    for _ in range(steps):
+        lap = np.zeros(n)
+        lap[1:-1] = u[2:] - 2 * u[1:-1] + u[:-2]
+        u = u + kappa * lap
+    return np.sum(u**2)
+
+
+def test_slice_writes_in_loops_on_the_parallel_target():
+    u0 = np.arange(40.0) ** 2 / 100
+    expected = heat(u0, 0.2, 5)
+    for _ in range(3):  # the miscompiled kernel varied from run to run
+        assert symdiff.jit(heat, target="parallel")(u0, 0.2, 5) == pytest.approx(
+            expected, rel=1e-12
+        )
+    g_cpu = symdiff.grad(heat, argnums=(0, 1))(u0, 0.2, 5)
+    g_par = symdiff.grad(heat, argnums=(0, 1), target="parallel")(u0, 0.2, 5)
+    np.testing.assert_allclose(g_par[0], g_cpu[0], rtol=1e-12)
+    assert g_par[1] == pytest.approx(g_cpu[1], rel=1e-12)

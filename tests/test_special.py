@@ -324,7 +324,7 @@ def test_gradient_source_is_deterministic_and_reads_as_a_series():
     grad(2.5)
     source = grad.source
     assert "math.lgamma" not in source  # the gradient needs only the digamma
-    assert "math.log(" in source and "math.tan(" in source  # series, reflection
+    assert "math.log(" in source and "math.sin(" in source  # series, reflection
     again = symdiff.grad(loggamma_only, target="python")
     again(2.5)
     assert again.source == source
@@ -388,3 +388,20 @@ def test_digamma_at_its_poles_is_scipys():
         assert got == want or (math.isnan(got) and math.isnan(want)), x
     # a number in gives a number out on the python target too (not a 0-d array)
     assert type(symdiff.jit(loggamma_only, target="python")(2.5)) is float
+
+
+def _lgamma_of(x):
+    return math.lgamma(x)
+
+
+def test_digamma_reflection_near_zero_and_at_half_integers():
+    """Below 0.5 the reflection's distance to the nearest integer is x itself
+    (``x - floor(x)`` rounds for tiny negative x), and its cotangent is cos/sin
+    (tan's derivatives lose everything at negative half-integers)."""
+    euler = 0.5772156649015329
+    for x in (-1e-20, -1e-17, -1e-12, 1e-20):
+        assert symdiff.grad(_lgamma_of)(x) == pytest.approx(-1.0 / x - euler, rel=1e-12)
+        assert symdiff.hessian(_lgamma_of)(x) == pytest.approx(1.0 / x**2, rel=1e-12)
+    d3 = symdiff.grad(symdiff.grad(symdiff.grad(_lgamma_of)))
+    assert d3(-0.5) == pytest.approx(-0.8287966442343199, rel=1e-12)
+    assert symdiff.grad(d3)(-0.5) == pytest.approx(193.40909103400244, rel=1e-12)

@@ -158,6 +158,10 @@ class ArrayKernel:
         device: bool = False,
     ):
         self.parallel = parallel and parent is None and not device
+        #: compiled with ``parallel=True`` (a loop body of such a kernel too)
+        self.parallel_module: bool = (
+            parent.parallel_module if parent is not None else self.parallel
+        )
         self.owned = owned
         self.params = list(params)
         self.outputs = list(outputs)
@@ -872,7 +876,7 @@ class ArrayKernel:
         if self.device is not None:
             lines.append(f"{ind}{self._device_update(n, target, op, env)}")
             return lines
-        if self.parallel and any(e[0] != "at" for e in spec):
+        if self.parallel_module and any(e[0] != "at" for e in spec):
             # Numba's parallel lowering miscompiles a slice assignment after the
             # shape checks (``lap[1:n - 1] = t0`` wrote zeros): a loop instead
             loops, body = self._region_loop(n, target, op, env)

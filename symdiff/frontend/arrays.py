@@ -72,6 +72,26 @@ def same_length(var: Node, value: Node) -> None:
         pass
 
 
+#: While a transform inlined into a caller is traced: its int parameters'
+#: lengths in the caller's terms (None for an int known only when the kernel
+#: runs, a loop's index), by parameter index
+PARAM_LENGTHS: list[dict[int, Length | None]] = []
+
+
+def _param_length(node: Node, what: str) -> Length:
+    index = node.attrs[0]
+    if not PARAM_LENGTHS or index not in PARAM_LENGTHS[-1]:
+        return S.atom("value", index)
+    found = PARAM_LENGTHS[-1][index]
+    if found is None:
+        raise Unsupported(
+            f"{what} is an int argument of a symdiff transform called here, known "
+            "only when the kernel runs (a loop's index, a value)",
+            "pass an int argument, len(x) or a constant to the transform",
+        )
+    return found
+
+
 def length(value: Value, what: str = "a size") -> Length:
     """A value that must be a length: an int constant, a shape, an int argument."""
     if isinstance(value, Node) and value.dtype in ("int64", "bool") and not value.shape:
@@ -86,7 +106,7 @@ def length(value: Value, what: str = "a size") -> Length:
             elif node.op == "dim":
                 results[node] = node.attrs[0]
             elif node.op == "param":
-                results[node] = S.atom("value", node.attrs[0])
+                results[node] = _param_length(node, what)
             elif node in _VAR_LENGTHS:  # a length carried into a loop body
                 results[node] = _VAR_LENGTHS[node]
             elif node.op == "floordiv" and node.args[1].op == "const" and not ready:

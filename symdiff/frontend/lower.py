@@ -373,19 +373,35 @@ class Lowerer(
         frame = Frame(source, env, _local_names(tree))
         self.frames.append(frame)
         self._check_signature(tree, keyword_only=True)
+
+        def name_of(i: int | S.Atom) -> str:
+            return names[i] if isinstance(i, int) else _count_text(i)
+
+        if same is not None and S._namers:
+            # a transform inlined into a caller (inline_transform): its shapes
+            # are the caller's (`same`), so are their names
+            name_of = S._namers[-1]  # type: ignore[assignment]
+        AR.PARAM_LENGTHS.append(
+            {}
+            if same is None
+            else {k[1]: d for k, d in same.items() if k[0] == "value"}  # type: ignore[misc]
+        )
         with (
             S.collecting() as checks,
-            S.naming(lambda i: names[i] if isinstance(i, int) else _count_text(i)),
+            S.naming(name_of),
             S.site(self.where),
             S.paths(self._path_lengths),
         ):
-            if self.diagnostics:
-                output: Value = self.poison
-            elif custom is not None:
-                frame.running = False
-                output = self.inline_custom(tree, custom, list(params), {})
-            else:
-                output = self._run_frame(frame)
+            try:
+                if self.diagnostics:
+                    output: Value = self.poison
+                elif custom is not None:
+                    frame.running = False
+                    output = self.inline_custom(tree, custom, list(params), {})
+                else:
+                    output = self._run_frame(frame)
+            finally:
+                AR.PARAM_LENGTHS.pop()
         self.frames.pop()
         output, output_tree = _flatten_dicts(output)
         if self.diagnostics:
@@ -468,12 +484,18 @@ class Lowerer(
             )
         nodes: list[Node] = values  # type: ignore[assignment]
         dtypes = tuple(_kind_of(v) for v in nodes)
-        same = {
+        same: dict[S.Atom, Any] = {
             ("shape", i, k): d
             for i, v in enumerate(nodes)
             for k, d in enumerate(v.shape)
             if d != 1
         }
+        for i, v in enumerate(nodes):
+            if v.dtype == "int64" and not v.shape:  # a size in the transform
+                try:
+                    same[("value", i)] = AR.length(v)
+                except AR.Unsupported:
+                    same[("value", i)] = None
         try:
             traced = obj.__symdiff_inline__(dtypes, same)
         except TranslationError as exc:

@@ -30,6 +30,7 @@ from typing import Any
 
 from symdiff.ir.build import apply
 from symdiff.ir.node import Node, constant, make, topological
+from symdiff.ir.ops import ARRAY_OPS
 from symdiff.ir.shapes import Dim, Length, Shape
 
 _UIDS = itertools.count()
@@ -178,8 +179,8 @@ def substitute(
         same = all(x is y for x, y in zip(args, n.args, strict=True))
         if shape == n.shape and same and attrs is n.attrs:
             memo[n] = n
-        elif fold and not attrs and not n.shape:
-            memo[n] = apply(n.op, *args)
+        elif fold and not attrs and not n.shape and n.op not in ARRAY_OPS:
+            memo[n] = apply(n.op, *args)  # an element-wise op (a dot is not one)
         else:
             memo[n] = make(n.op, args, attrs, shape=shape, dtype=n.dtype)
     return [memo.get(r, r) for r in roots]

@@ -58,11 +58,17 @@ def digamma(x: Node) -> Node:
     reflect = apply("lt", x, constant(0.5))
     z = select(reflect, sub(ONE, x), x)
     psi = _psi_large(z)
-    # x's distance to its nearest integer, exactly (both subtractions are exact):
-    # pi * r is then accurate also next to a pole, where tan is small
+    # x's distance to its nearest integer, exactly: x itself below 0.5 in size
+    # (x - floor(x) would round there: -1e-17 + 1 is 1.0), else both subtractions
+    # are exact (Sterbenz); pi * r is then accurate also next to a pole
     fraction = sub(x, apply("floor", x))
-    r = sub(fraction, select(apply("gt", fraction, constant(0.5)), ONE, constant(0.0)))
-    cot = div(constant(math.pi), apply("tan", mul(constant(math.pi), r)))
+    above = select(apply("gt", fraction, constant(0.5)), ONE, constant(0.0))
+    far = sub(fraction, above)
+    r = select(apply("lt", apply("abs", x), constant(0.5)), x, far)
+    # pi * cot(pi * r) as cos / sin, whose derivatives stay accurate where tan is
+    # huge (r = 0.5: a negative half-integer)
+    angle = mul(constant(math.pi), r)
+    cot = div(mul(constant(math.pi), apply("cos", angle)), apply("sin", angle))
     # the poles, as SciPy: -inf at 0.0, inf at -0.0, NaN at -1, -2, ...
     pole = logical_and(apply("le", x, constant(0.0)), apply("eq", r, constant(0.0)))
     at_pole = select(
