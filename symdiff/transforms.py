@@ -150,7 +150,12 @@ def scalar_output(traced: Traced, spec: Spec) -> tuple[Node, Value]:
             if isinstance(out, tuple)
             else "return a float computed from the arguments"
         )
-        raise OutputError(f"{needs} {describe(out)}\n  help: {help_}")
+        what = describe(out)
+        if getattr(traced, "output_tree", None) is not None and not spec.has_aux:
+            what = "a dict"  # flattened to a tuple of its values
+        elif isinstance(out, tuple) and len(out) == 1:
+            what = "a tuple of 1 value"
+        raise OutputError(f"{needs} {what}\n  help: {help_}")
     return to_float(out), aux
 
 

@@ -567,10 +567,24 @@ def _loop(
             warm.import_numba()  # the loop module imports it
             python = _load(source, name, kernel)
             loop = _Loop(
-                name, source, python, njit(python, parallel=target == "parallel")
+                name, source, python, njit(python, parallel=_threads(kernel, target))
             )
         loops[key] = loop
     return loop
+
+
+def _raises(kernel: Kernel) -> bool:
+    """Whether the kernel raises for some values (a `raise` of the user's)."""
+    return any(
+        not (r.cond.op == "const" and not r.cond.value) for r in kernel.traced.raises
+    )
+
+
+def _threads(kernel: Kernel, target: str) -> bool:
+    """Whether the loop runs on threads: ``"parallel"``, unless the kernel raises
+    (an exception in one of Numba's worker threads is lost, and the outputs of
+    its elements are never written), which then runs on one."""
+    return target == "parallel" and not _raises(kernel)
 
 
 def cuda_loop(kernel: Kernel, params: list[str]) -> CudaLoop:
@@ -660,6 +674,11 @@ def loop_source(
     if target == "cuda":
         header.append(
             "# a grid-stride loop: thread k computes elements k, k + gridsize, ..."
+        )
+    if target == "parallel" and _raises(kernel):
+        header.append(
+            f"# on one thread: `{kernel.name}` raises for some values, and an "
+            "exception in a worker thread would be lost"
         )
     if hoisted:
         header.append(

@@ -27,6 +27,14 @@ CASES = textwrap.dedent(
         return x * x if w is None else w * x
 
 
+    def kw(x, *, k=2.0):
+        return k * x * x
+
+
+    def kw_required(x, *, k):
+        return k * x * x
+
+
     def h(x, y, mode="sq"):
         if mode not in ("sq", "lin", "a,b"):
             raise ValueError(f"unknown mode {mode!r}")
@@ -239,3 +247,11 @@ def test_what_the_function_raises_for_a_value_is_a_failure(command):
         "Error: `h` (static_cases.py) raised ValueError: unknown mode 'bad' "
         "(with mode='bad')"
     )
+
+
+def test_keyword_only_parameters_take_their_defaults():
+    out = run("grad", "static_cases.py:kw", "--at", "x=2").stdout
+    assert "x_bar = 8.0" in out
+    assert "def kw_grad(x, k):" in run("grad", "static_cases.py:kw").stdout
+    message = error("grad", "static_cases.py:kw_required", "--at", "x=2")
+    assert "keyword-only parameters without a default (k)" in message

@@ -215,6 +215,10 @@ def test_a_raise_in_a_parallel_vectorized_loop_is_the_users(target):
         np.testing.assert_allclose(batched(np.array([1.0, 4.0])), expected)
         with pytest.raises(ValueError, match="x must be >= 0"):
             batched(np.array([1.0, -1.0, 4.0]))
+        late = np.ones(10_000)
+        late[7_000] = -1.0  # in a worker thread's part of the array
+        with pytest.raises(ValueError, match="x must be >= 0"):
+            batched(late)
 
 
 def moded(x, mode="a"):
@@ -375,3 +379,95 @@ def test_slice_writes_in_loops_on_the_parallel_target():
     g_par = symdiff.grad(heat, argnums=(0, 1), target="parallel")(u0, 0.2, 5)
     np.testing.assert_allclose(g_par[0], g_cpu[0], rtol=1e-12)
     assert g_par[1] == pytest.approx(g_cpu[1], rel=1e-12)
+
+
+def norms(x, X):
+    return (
+        np.linalg.norm(x, 1)
+        + np.linalg.norm(x, np.inf)
+        + np.linalg.norm(x, -np.inf)
+        + np.linalg.norm(x, 3)
+        + np.linalg.norm(x, ord=0)
+        + np.linalg.norm(X, 1)
+        + np.linalg.norm(X, np.inf)
+        + np.linalg.norm(X, -1)
+        + np.sum(np.linalg.norm(X, 1, axis=1))
+        + np.sum(np.linalg.norm(X, np.inf, axis=0, keepdims=True))
+        + np.linalg.norm(X, "fro")
+        + np.sum(np.linalg.norm(X, axis=(1, 0), ord=1, keepdims=True))
+    )
+
+
+def ufunc_names(x, y):
+    z = np.subtract(x, y) * np.multiply(x, 2.0) + np.divide(x, y) + np.power(x, 2)
+    z = z + np.floor_divide(x, 0.3) * y + np.negative(x) + np.positive(y)
+    return np.sum(np.add(z, np.true_divide(x, 2)))
+
+
+def cleaned_log(x):
+    return np.sum(np.nan_to_num(np.log(x) * x, nan=1.0, posinf=5.0) + x)
+
+
+def heads(X, W, h: int):
+    n, d = X.shape
+    Q = (X @ W).reshape(n, h, d // h)
+    s = np.einsum("ihd,jhd->hij", Q, Q) / np.sqrt(d // h)
+    return np.sum(np.tanh(s))
+
+
+def _fd_matrix(fn, X, *rest, eps=1e-6):
+    out = np.zeros(X.size)
+    for k in range(X.size):
+        E = np.zeros(X.size)
+        E[k] = eps
+        E = E.reshape(X.shape)
+        out[k] = (fn(X + E, *rest) - fn(X - E, *rest)) / (2 * eps)
+    return out.reshape(X.shape)
+
+
+def test_numpy_norm_orders_ufunc_names_nan_to_num_and_head_reshapes():
+    x = np.array([0.5, -2.0, 1.5])
+    X = np.array([[1.0, -2.0, 0.3], [0.4, 0.5, -3.0]])
+    assert symdiff.jit(norms)(x, X) == pytest.approx(norms(x, X), rel=1e-12)
+    gx, gX = symdiff.grad(norms, argnums=(0, 1))(x, X)
+    np.testing.assert_allclose(gx, _fd_matrix(lambda v: norms(v, X), x), atol=1e-6)
+    np.testing.assert_allclose(gX, _fd_matrix(lambda M: norms(x, M), X), atol=1e-6)
+    y = np.array([1.5, 0.25, 0.7])
+    assert symdiff.jit(ufunc_names)(x, y) == pytest.approx(ufunc_names(x, y))
+    v = np.array([0.0, 2.0, -1.0])
+    with np.errstate(all="ignore"):
+        assert symdiff.jit(cleaned_log)(v) == pytest.approx(cleaned_log(v))
+    rng = np.random.default_rng(0)
+    Xh, Wh = rng.normal(size=(3, 4)), 0.5 * np.eye(4)
+    assert symdiff.jit(heads)(Xh, Wh, 2) == pytest.approx(heads(Xh, Wh, 2))
+    np.testing.assert_allclose(
+        symdiff.grad(heads)(Xh, Wh, 2), _fd_matrix(heads, Xh, Wh, 2), atol=1e-6
+    )
+    with pytest.raises(SymdiffError, match="cannot reshape"):
+        symdiff.jit(heads)(Xh, Wh, 3)
+
+
+def affine(x, a=1.0, b=2.0):
+    return a * x + b
+
+
+def unpacked_options(x):
+    opts = {"a": 2.0, "b": -1.0}
+    return affine(x, **opts) + affine(x, **{"b": 0.5})
+
+
+def returns_dict(x):
+    return {"a": x}
+
+
+def misspelled(x):
+    return math.sinn(x)
+
+
+def test_keyword_unpacking_and_messages():
+    assert symdiff.jit(unpacked_options)(1.5) == pytest.approx(unpacked_options(1.5))
+    assert symdiff.grad(unpacked_options)(1.5) == pytest.approx(3.0)
+    with pytest.raises(SymdiffError, match="returns a dict"):
+        symdiff.grad(returns_dict)(1.0)
+    with pytest.raises(SymdiffError, match=r"did you mean `math.sin`\?"):
+        symdiff.jit(misspelled)(1.0)

@@ -406,7 +406,8 @@ def kernel_dtypes(compiled: Compiled, kinds: Sequence[str]) -> tuple[str, ...]:
     """The signature of the kernel a call with arguments of these kinds runs:
     the API's own rule (differentiated ints are float64 to the kernel)."""
     values = tuple(sample(kind) for kind in kinds)
-    return compiled._dtypes(values)[0]
+    # keyword-only parameters take their defaults (target.py requires them)
+    return compiled._dtypes(compiled._bind(values, {}))[0]
 
 
 def select_kernel(compiled: Compiled, kinds: Sequence[str]) -> Kernel:

@@ -122,6 +122,14 @@ def load_target(spec: str) -> Target:
                 err=True,
             )
         fn = inner
+    required = _required_keyword_only(fn)
+    if required:
+        raise bad_target(
+            f"`{name}` has keyword-only parameters without a default "
+            f"({', '.join(required)}): the command line gives positional "
+            "parameters only; give them defaults (they are used as given), or "
+            "make them positional"
+        )
     return Target(spec, where, is_file, name, fn, _positional(fn), _defaults(fn))
 
 
@@ -264,6 +272,18 @@ def _positional(fn: Callable[..., Any]) -> tuple[str, ...]:
         return ()
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds)
+
+
+def _required_keyword_only(fn: Callable[..., Any]) -> list[str]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in params
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is p.empty
+    ]
 
 
 def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:

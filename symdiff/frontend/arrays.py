@@ -109,9 +109,9 @@ def length(value: Value, what: str = "a size") -> Length:
                 results[node] = _param_length(node, what)
             elif node in _VAR_LENGTHS:  # a length carried into a loop body
                 results[node] = _VAR_LENGTHS[node]
-            elif node.op == "floordiv" and node.args[1].op == "const" and not ready:
+            elif node.op == "floordiv" and not ready:
                 stack.append((node, True))
-                stack.append((node.args[0], False))
+                stack.extend((a, False) for a in node.args)
             elif node.op in ("add", "sub", "mul", "neg") and not ready:
                 stack.append((node, True))
                 stack.extend((a, False) for a in node.args)
@@ -124,11 +124,11 @@ def length(value: Value, what: str = "a size") -> Length:
                 elif node.op == "mul":
                     results[node] = S.mul(*vals)
                 elif node.op == "floordiv":
-                    divisor = int(node.args[1].value)
-                    if divisor <= 0:
+                    divisor = results[node.args[1]]
+                    if isinstance(divisor, int) and divisor <= 0:
                         raise Unsupported(
-                            f"{what}: divide by a positive constant",
-                            "write `n // 2` with a positive integer constant",
+                            f"{what}: divide by a positive integer",
+                            "write `n // 2`, or `d // h` with `h` an int argument",
                         )
                     results[node] = S.floordiv(results[node.args[0]], divisor)
                 else:
@@ -323,24 +323,70 @@ def _norm(
     axis: Value | None = None,
     keepdims: Value | None = None,
 ) -> Node:
+    """``np.linalg.norm``: the 2-norm of vectors and the Frobenius norm (the
+    default); vector orders ``1``, ``inf``, ``-inf``, ``0`` and any number
+    ``p``; matrix orders ``1``, ``-1``, ``inf``, ``-inf`` and ``"fro"``."""
     node = array(x)
-    if ord is not None and not (isinstance(ord, Static) and ord.obj is None):
-        if not (isinstance(ord, Node) and ord.op == "const" and ord.value == 2):
-            if not (isinstance(ord, Static) and ord.obj == "fro"):
-                raise Unsupported(
-                    "np.linalg.norm: only the 2-norm and the Frobenius norm are "
-                    "supported",
-                    "write other norms out: `np.sum(np.abs(x))` for ord=1",
-                )
+    keep = flag(keepdims, "keepdims")
     axes = axes_arg(axis, len(node.shape))
-    if len(axes) == 2 and isinstance(ord, Node):
-        # NumPy's ord=2 of a matrix is its largest singular value
+    if _none(ord) or (isinstance(ord, Static) and ord.obj == "fro"):
+        if isinstance(ord, Static) and len(axes) != 2:
+            raise Unsupported(
+                "np.linalg.norm: ord='fro' is a matrix norm",
+                "give a 2-D array or axis=(0, 1)",
+            )
+        return B.apply("sqrt", A.reduce("sum", B.mul(node, node), axes, keep))
+    if not (isinstance(ord, Node) and ord.op == "const" and not ord.shape):
+        raise Unsupported(
+            "np.linalg.norm: `ord` must be a number, np.inf, -np.inf or 'fro'",
+            "the nuclear norm is not supported: compute it from np.linalg.svd",
+        )
+    p = float(ord.value)
+    size = B.apply("abs", node)
+    if len(axes) == 1 or (_none(axis) and len(node.shape) == 1):
+        if p == math.inf:
+            return A.reduce("amax", size, axes, keep)
+        if p == -math.inf:
+            return A.reduce("amin", size, axes, keep)
+        if p == 0:
+            nonzero = B.to_float(B.apply("ne", node, B.ZERO))
+            return A.reduce("sum", nonzero, axes, keep)
+        if p == 1:
+            return A.reduce("sum", size, axes, keep)
+        if p == 2:
+            return B.apply("sqrt", A.reduce("sum", B.mul(node, node), axes, keep))
+        powered = A.reduce("sum", B.apply("pow", size, constant(p)), axes, keep)
+        return B.apply("pow", powered, constant(1.0 / p))
+    if len(axes) != 2:
+        raise Unsupported(
+            "np.linalg.norm: a norm of an order over more than two axes",
+            "give axis= one axis (a vector norm) or two (a matrix norm)",
+        )
+    if p in (1, -1, math.inf, -math.inf):
+        # ord 1: the largest column sum of |x|; inf: the largest row sum (the
+        # axes in the order given: axis=(1, 0) swaps rows and columns)
+        rows, cols = axes
+        if isinstance(axis, tuple) and len(axis) == 2:
+            rows, cols = (static_int(a, "an axis") % len(node.shape) for a in axis)
+        summed, other = (rows, cols) if abs(p) == 1 else (cols, rows)
+        sums = A.reduce("sum", size, (summed,), True)
+        extreme = A.reduce("amax" if p > 0 else "amin", sums, (other,), True)
+        return (
+            extreme
+            if keep
+            else A.reshape(
+                extreme, tuple(d for a, d in enumerate(extreme.shape) if a not in axes)
+            )
+        )
+    if abs(p) == 2:
         raise Unsupported(
             "np.linalg.norm: the spectral norm (ord=2 of a matrix) is not supported",
             "leave ord out for the Frobenius norm, or take the 2-norm of a vector",
         )
-    squares = A.reduce("sum", B.mul(node, node), axes, flag(keepdims, "keepdims"))
-    return B.apply("sqrt", squares)
+    raise Unsupported(
+        f"np.linalg.norm: the matrix norm of order {ord.value!r} is not supported",
+        "leave ord out for the Frobenius norm; ord=1 and ord=np.inf are supported",
+    )
 
 
 def _matmul(a: Value, b: Value) -> Node:
@@ -1225,6 +1271,36 @@ def _mod(a: Value, b: Value) -> Node:
     return B.apply("mod", array(a), array(b))
 
 
+def _nan_to_num(
+    x: Value,
+    copy: Value | None = None,
+    nan: Value | None = None,
+    posinf: Value | None = None,
+    neginf: Value | None = None,
+) -> Node:
+    """``np.nan_to_num``: NaN -> ``nan`` (0.0), inf -> ``posinf`` (the largest
+    float), -inf -> ``neginf`` (the most negative); slope 1 elsewhere, 0 at the
+    replaced elements."""
+    node = array(x)
+    if node.dtype != "float64":
+        return node
+    big = np.finfo(np.float64).max
+
+    def number(v: Value | None, default: float, what: str) -> Node:
+        if _none(v):
+            return constant(default)
+        n = array(v, what)
+        if n.shape:
+            raise Unsupported(f"np.nan_to_num: `{what}` must be a number")
+        return B.to_float(n)
+
+    inf = constant(math.inf)
+    out = B.select(B.apply("ne", node, node), number(nan, 0.0, "nan"), node)
+    out = B.select(B.apply("eq", node, inf), number(posinf, big, "posinf"), out)
+    low = number(neginf, -big, "neginf")
+    return B.select(B.apply("eq", node, B.neg(inf)), low, out)
+
+
 def _where(cond: Value, a: Value | None = None, b: Value | None = None) -> Node:
     if a is None or b is None:
         raise Unsupported(
@@ -1593,6 +1669,7 @@ _NUMPY: dict[str, Builder] = {
     "squeeze": _squeeze,
     "any": _logical("any"),
     "all": _logical("all"),
+    "nan_to_num": _nan_to_num,
 }
 
 FUNCTIONS: dict[int, tuple[str, Builder]] = {
@@ -2024,6 +2101,17 @@ def advanced_update(
     position before writing (``x[idx] = x[idx] + v``: a repeated position adds
     ``v`` once; ``np.add.at`` would add it each time)."""
     items = list(key) if isinstance(key, tuple) else [key]
+    if not aligned:  # y[[True, False, True]] = v: the positions it selects
+        items = [
+            _mask_positions(n, x.shape[k], k)
+            if is_array_index(i)
+            and (n := array(i, "an index")).dtype == "bool"
+            and constant_mask(n) is not None
+            and k < len(x.shape)
+            else i
+            for k, i in enumerate(items)
+        ]
+        key = tuple(items) if isinstance(key, tuple) else items[0]
     if any(is_array_index(i) and array(i, "an index").dtype == "bool" for i in items):
         return mask_update(x, items, value, mode, aligned)
     plan = _plan_advanced(x, items, "element assignment")
@@ -2034,12 +2122,59 @@ def advanced_update(
     )  # the shape of x[key]
     if value.shape != result:
         S.broadcast([result, value.shape], lambda: "in element assignment")
+        if not broadcasts_to(value.shape, result):
+            raise Unsupported(
+                f"could not broadcast the value of shape "
+                f"{S.format_shape(value.shape)} into the indexed elements, of "
+                f"shape {S.format_shape(result)}",
+                "assign a value of the indexed elements' shape, or a number",
+            )
         value = B.broadcast_to(value, result)
     rows = A.transpose(value, A.inverse(plan.place))
     rows = A.reshape(rows, (S.product(plan.shape), *source.shape[k:]))
     if mode == "add":
         rows = B.add(A.gather(source, plan.index, plan.wrap, "advanced indexing"), rows)
     updated = A.scatter_rows(source, rows, plan.index, plan.wrap, "element assignment")
+    return A.transpose(updated, A.inverse(plan.perm))
+
+
+def broadcasts_to(shape: S.Shape, target: S.Shape) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` without stretching
+    it (lengths of both that differ are assumed equal, as S.broadcast records)."""
+    if len(shape) > len(target):
+        return all(d == 1 for d in shape[: len(shape) - len(target)]) and (
+            broadcasts_to(shape[len(shape) - len(target) :], target)
+        )
+    return all(
+        not (t == 1 and d != 1)
+        for d, t in zip(reversed(shape), reversed(target), strict=False)
+    )
+
+
+def add_at(x: Node, items: list[Value], value: Node, what: str) -> Node:
+    """``np.add.at(x, key, value)`` with index arrays: ``value`` broadcast to
+    ``x[key]`` and added at each position as often as it is given."""
+    if any(is_array_index(i) and array(i, "an index").dtype == "bool" for i in items):
+        raise Unsupported(
+            f"`{what}` with a boolean mask is not supported",
+            "a mask gives each position once: write `x[mask] += v`",
+        )
+    plan = _plan_advanced(x, items, what)
+    source = A.transpose(x, plan.perm)
+    k = len(plan.index)
+    result = tuple((*plan.shape, *source.shape[k:])[a] for a in plan.place)
+    if value.shape != result:
+        S.broadcast([result, value.shape], lambda: f"in {what}")
+        if not broadcasts_to(value.shape, result):
+            raise Unsupported(
+                f"{what}: could not broadcast the values of shape "
+                f"{S.format_shape(value.shape)} to the indexed elements, of shape "
+                f"{S.format_shape(result)}"
+            )
+        value = B.broadcast_to(value, result)
+    rows = A.transpose(value, A.inverse(plan.place))
+    rows = A.reshape(rows, (S.product(plan.shape), *source.shape[k:]))
+    updated = A.scatter_rows(source, rows, plan.index, plan.wrap, what, mode="add")
     return A.transpose(updated, A.inverse(plan.perm))
 
 

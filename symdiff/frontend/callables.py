@@ -93,6 +93,7 @@ _UNARY_OPS = {
     "abs": ("fabs", "absolute", "abs"),
     "lgamma": ("lgamma",),
     "gamma": ("gamma",),
+    "neg": ("negative",),
 }
 
 _BINARY_OPS = {
@@ -105,6 +106,12 @@ _BINARY_OPS = {
     "fmax": ("fmax",),
     "fmin": ("fmin",),
     "logaddexp": ("logaddexp",),
+    # NumPy's ufuncs of the operators: np.add(a, b) is a + b
+    "add": ("add",),
+    "sub": ("subtract",),
+    "mul": ("multiply",),
+    "div": ("divide", "true_divide"),
+    "floordiv": ("floor_divide",),
 }
 
 
@@ -396,6 +403,7 @@ def _table() -> dict[int, Builtin]:
                     add(obj, Builtin(f"{module.__name__}.{name}", 2, 2, build))
     add(math.log, Builtin("math.log", 1, 2, _log_base))
     add(np.square, Builtin("numpy.square", 1, 1, lambda x: mul(x, x)))
+    add(np.positive, Builtin("numpy.positive", 1, 1, lambda x: x))
     add(np.reciprocal, Builtin("numpy.reciprocal", 1, 1, lambda x: div(ONE, x)))
 
     def exp2(x: Node) -> Node:

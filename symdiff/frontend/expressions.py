@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import inspect
 import re
 import types
@@ -84,6 +85,16 @@ _OP_SYMBOLS = {
     ast.IsNot: "is not",
     ast.In: "in",
     ast.NotIn: "not in",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.USub: "-",
+    ast.UAdd: "+",
+    ast.Not: "not",
 }
 
 # Expression kinds symdiff rejects, with what to write instead.
@@ -634,7 +645,14 @@ class ExpressionLowering:
         if isinstance(base, Static) and isinstance(base.obj, (types.ModuleType, type)):
             if not hasattr(base.obj, node.attr):
                 name = getattr(base.obj, "__name__", "?")
-                return self.error(node, f"`{name}` has no attribute `{node.attr}`")
+                close = difflib.get_close_matches(node.attr, dir(base.obj), n=1)
+                return self.error(
+                    node,
+                    f"`{name}` has no attribute `{node.attr}`",
+                    f"did you mean `{name}.{close[0]}`?"
+                    if close
+                    else f"check the name against `{name}`'s documentation",
+                )
             return global_value(getattr(base.obj, node.attr))  # `consts.TABLE`
         if (
             isinstance(base, Static)
@@ -1180,16 +1198,29 @@ class ExpressionLowering:
 
     def _expr_Call(self, node: ast.Call, values: list[Value], test: bool) -> Value:
         callee, args = values[0], values[1 : 1 + len(node.args)]
-        kwargs = dict(
-            zip(
-                (k.arg for k in node.keywords),
-                values[1 + len(node.args) :],
-                strict=True,
-            )
-        )
+        kwargs: dict[str, Value] = {}
+        for k, v in zip(node.keywords, values[1 + len(node.args) :], strict=True):
+            if k.arg is not None:
+                kwargs[k.arg] = v
+            elif isinstance(v, Static) and isinstance(v.obj, dict):
+                # f(x, **opts) of a dict made in the function: its items
+                if not all(isinstance(key, str) for key in v.obj):
+                    return self.error(k.value, "`**` needs a dict with string keys")
+                kwargs.update(v.obj)
+            else:
+                return self.error(
+                    k.value,
+                    f"`**{ast.unparse(k.value)}` must unpack a dict known while "
+                    "tracing (made in the function, or a static argument)",
+                    "pass the keyword arguments one by one: f(x, a=a, b=b)",
+                )
         name = ast.unparse(node.func)
         if not isinstance(callee, Static):
-            return self.error(node.func, f"`{name}` is not a function")
+            return self.error(
+                node.func,
+                f"`{name}` is not a function",
+                "call a function: a helper you defined, a math or numpy function",
+            )
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
         if isinstance(obj, LocalFunction):
             return self.inline_local(node, obj, args, kwargs)
@@ -1282,6 +1313,7 @@ class ExpressionLowering:
                     node,
                     f"`{name}` takes {want} argument"
                     f"{'s' if want != '1' else ''}, got {n}",
+                    f"call it as Python's `{name}` is called",
                 )
             if obj is builtins.float and n == 1 and isinstance(args[0], Static):
                 text = args[0].obj

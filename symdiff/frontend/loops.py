@@ -490,6 +490,17 @@ class LoopLowering:
                 if isinstance(b, Node) and b.op == "param" and b.dtype == "float64"
             ]
             hint = "use int arguments, len(x), x.shape[k] or integer constants"
+            powers = [
+                b
+                for b in bounds
+                if isinstance(b, Node) and b.op == "pow" and b.args[1].dtype == "int64"
+            ]
+            if powers:
+                hint = (
+                    "`a ** b` of ints is a float unless `b` is a constant >= 0 "
+                    "(Python gives a float for a negative `b`): write "
+                    "int(a ** b), or 1 << k for 2 ** k"
+                )
             if floats:
                 hint += (
                     f" (`{floats[0]}` is a float here; an int argument listed in "

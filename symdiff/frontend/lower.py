@@ -38,6 +38,7 @@ from symdiff.errors import (
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.comprehensions import ComprehensionLowering
 from symdiff.frontend.expressions import ExpressionLowering, python_value
+from symdiff.frontend.inplace import InPlaceLowering
 from symdiff.frontend.loops import LoopContext, LoopLowering
 from symdiff.frontend.source import FunctionSource, function_source, signature
 from symdiff.frontend.statements import StatementLowering, _local_names, _walk_scope
@@ -223,6 +224,7 @@ def equal_axes(checks: tuple[S.Check, ...]) -> dict[S.Atom, S.Dim]:
 
 
 class Lowerer(
+    InPlaceLowering,
     ExpressionLowering,
     ComprehensionLowering,
     LoopLowering,

@@ -234,6 +234,7 @@ class StatementLowering:
                 self.error(
                     target,
                     f"cannot unpack {len(value)} values into {len(target.elts)} names",
+                    "give one name per value, or `a, *rest = ...`",
                 )
                 value = (self.poison,) * len(target.elts)
             for elt, item in zip(target.elts, value, strict=True):
@@ -605,6 +606,8 @@ class StatementLowering:
             return
         if isinstance(value, ast.Call) and self._list_method(stmt, value):
             return
+        if isinstance(value, ast.Call) and self.inplace_call(stmt, value):
+            return  # np.add.at(K, idx, v), a.fill(0.0): the array after the write
         if isinstance(value, ast.Call) and self._user_function(value.func):
             self.statement_calls.add(value)
             self.expr(value)  # `check(mode)`: it may raise; its value is unused
@@ -615,8 +618,10 @@ class StatementLowering:
             name = ast.unparse(value.func)
             self.error(
                 stmt,
-                f"a call of `{name}` as a statement is not supported",
-                "remove it: symdiff compiles functions without side effects",
+                f"a call of `{name}` as a statement is not supported: what it "
+                "changes is not known",
+                "assign what it computes (`a = f(a)`, `a[i] = v`); np.add.at, "
+                "np.copyto, np.fill_diagonal, a.fill and a.sort are supported",
             )
             return
         self.error(
@@ -682,7 +687,7 @@ class StatementLowering:
             if obj is missing:
                 return None
         for attr in reversed(attrs):
-            if not isinstance(obj, (types.ModuleType, type, *_LOGGERS)):
+            if not isinstance(obj, (types.ModuleType, type, np.ufunc, *_LOGGERS)):
                 return None
             obj = getattr(obj, attr, None)
         return obj

@@ -699,13 +699,19 @@ def gather(
 
 
 def scatter_rows(
-    x: Node, rows: Node, index: Sequence[Node], wrap: Sequence[bool], label: str = ""
+    x: Node,
+    rows: Node,
+    index: Sequence[Node],
+    wrap: Sequence[bool],
+    label: str = "",
+    mode: str = "set",
 ) -> Node:
     """``x`` with ``x[i0[p], i1[p], ...] = rows[p]`` for every ``p`` in order (the
     write of NumPy's advanced indexing: a position given twice keeps the last
     row).  ``index`` and ``wrap`` as for :func:`gather`.  A loop over the rows
     whose reverse mode hands each row the adjoint of the position it wrote last
-    (a later write zeroes the adjoint of the earlier one)."""
+    (a later write zeroes the adjoint of the earlier one).  ``mode="add"``: each
+    row is added instead (``np.add.at``: a position given twice gets both)."""
     p = L.var("p", (), "int64")
     out = L.var("out", x.shape, x.dtype)
     vals = L.var("v", rows.shape, rows.dtype)
@@ -713,7 +719,7 @@ def scatter_rows(
     k = len(index)
     spec = (*(("at", a) for a in range(k)), *(("all",),) * (len(x.shape) - k))
     row = take(vals, row_spec(len(rows.shape)), [p])
-    new_out = index_update(out, row, spec, positions, "set")
+    new_out = index_update(out, row, spec, positions, mode)
     body = L.Body(p, (out,), (vals, *inputs), (new_out,), label=label)
     node = L.loop(dim(rows.shape[0]), (x,), (rows, *outside), body)
     return L.result(node, 0)
