@@ -209,6 +209,7 @@ class Vectorized:
         self._bound: Any = None if inner is fun else fun
         self._target = target
         self._last: _Plan | None = None
+        self._tree: Any = None  # the dicts of the last call's kernel's outputs
         self._name = _name(self._compiled)
         self._params = list(self._compiled._signature.parameters)
         self._plans: dict[tuple[tuple[str, ...], tuple[bool, ...]], _Plan] = {}
@@ -232,7 +233,13 @@ class Vectorized:
             kwargs = {**self._bound_kwargs, **kwargs}
         if kwargs or len(args) != compiled._nparams:
             args = compiled._bind(args, kwargs)
-        return self._run(args)
+        result = self._run(args)
+        tree = self._tree
+        if tree is None:
+            return result
+        # the dicts the function returns (jit's result, grad's aux), as the
+        # transform gives them
+        return compiled._restructuring(lambda: result, tree)()
 
     def _run(self, args: tuple[Any, ...]) -> Any:
         """The call with every argument, in the order of the parameters: the
@@ -267,6 +274,7 @@ class Vectorized:
         plan = self._plan(tuple(kinds), tuple(scalar), args)
         kernel, loop, in_types, out_types = plan
         self._last = plan
+        self._tree = kernel.traced.output_tree
         if isinstance(loop, _Loop):
             flat = [
                 _flat(a, shape, t, s)
@@ -340,6 +348,7 @@ class Vectorized:
             for name, a, kind in zip(self._params, args, static, strict=True)
         )
         kernel, _, _, out_types = self._plan(kinds, (False,) * len(args), args)
+        self._tree = kernel.traced.output_tree
         batched = [k for k, kind in enumerate(static) if kind is None]
 
         def flat_outputs(*chunks: Any) -> Any:
@@ -631,8 +640,17 @@ def loop_source(
 
     def fresh(base: str, fallback: str) -> str:
         name = base if base.isidentifier() else fallback
+        if target == "parallel" and (name.endswith("_") or "__" in name):
+            # Numba's parallel lowering renames variables with underscores and
+            # can make `a_` and `a__` one name (an internal error): avoid them
+            name = fallback
+        stem, n = name, 1
         while name in taken:
-            name += "_"
+            if target == "parallel":
+                n += 1
+                name = f"{stem}{n}"
+            else:
+                name += "_"
         taken.add(name)
         return name
 

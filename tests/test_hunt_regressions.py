@@ -471,3 +471,36 @@ def test_keyword_unpacking_and_messages():
         symdiff.grad(returns_dict)(1.0)
     with pytest.raises(SymdiffError, match=r"did you mean `math.sin`\?"):
         symdiff.jit(misspelled)(1.0)
+
+
+def stats(x, y):
+    return {"sum": x + y, "prod": x * y}
+
+
+def loss_with_aux(x, y):
+    return x * y, {"acc": x - y}
+
+
+def test_vectorize_keeps_dicts():
+    x = np.array([1.0, 2.0])
+    out = symdiff.vectorize(symdiff.jit(stats))(x, 2.0)
+    assert set(out) == {"sum", "prod"}
+    np.testing.assert_allclose(out["prod"], [2.0, 4.0])
+    g, aux = symdiff.vectorize(symdiff.grad(loss_with_aux, has_aux=True))(x, 2.0)
+    np.testing.assert_allclose(g, [2.0, 2.0])
+    np.testing.assert_allclose(aux["acc"], [-1.0, 0.0])
+
+
+def underscored(x, a_, a__):
+    return x * a_ + a__
+
+
+def test_parallel_loops_rename_underscored_parameters():
+    batched = symdiff.vectorize(symdiff.grad(underscored), target="parallel")
+    np.testing.assert_allclose(batched(np.ones(3), np.ones(3), np.ones(3)), 1.0)
+
+
+def test_kernel_header_names_the_file_not_the_folder(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the text is the same from any folder
+    source = symdiff.jit(cube).source
+    assert source.splitlines()[0].endswith("(test_hunt_regressions.py:99)")

@@ -364,7 +364,10 @@ def builtin_names(x, abs, range):
 @pytest.mark.parametrize("target", TARGETS)
 def test_parameters_and_functions_named_like_builtins(target):
     vec = vectorize(symdiff.grad(builtin_names, argnums=(0, 1, 2)), target=target)
-    assert "(x, abs_, range_, x_bar, abs_bar, range_bar)" in vec.source
+    # renamed with a number on "parallel" (Numba's parallel lowering can make
+    # `a_` and `a__` one name), with an underscore elsewhere
+    renamed = "abs2, range2" if target == "parallel" else "abs_, range_"
+    assert f"(x, {renamed}, x_bar, abs_bar, range_bar)" in vec.source
     gx, ga, gr = vec(XS, YS, 2.0)
     np.testing.assert_array_equal(gr, 1.0)
     np.testing.assert_array_equal(gx, YS)
@@ -378,7 +381,7 @@ def test_parameters_and_functions_named_like_builtins(target):
 def test_names_that_clash_with_the_loop_are_renamed():
     vec = vectorize(symdiff.grad(clash, argnums=(0, 1, 2)), target="parallel")
     assert (
-        "def clash_grad_parallel(i_, numba_, x_bar, i_bar, numba_bar, x_bar_bar)"
+        "def clash_grad_parallel(i2, numba2, x_bar, i_bar, numba_bar, x_bar_bar)"
         in vec.source
     )
     gi, gn, _ = vec(np.arange(3.0), 2.0, 3.0)
