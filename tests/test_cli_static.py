@@ -27,6 +27,32 @@ CASES = textwrap.dedent(
         return x * x if w is None else w * x
 
 
+    import functools
+    import math
+
+
+    def base(a, x):
+        return a * math.sin(x)
+
+
+    pos_partial = functools.partial(base, 2.0)
+
+
+    class Cal:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return self.k * x * x
+
+        def energy(self, x):
+            return self.k * x**3
+
+
+    obj = Cal(3.0)
+    bound = obj.energy
+
+
     def kw(x, *, k=2.0):
         return k * x * x
 
@@ -255,3 +281,30 @@ def test_keyword_only_parameters_take_their_defaults():
     assert "def kw_grad(x, k):" in run("grad", "static_cases.py:kw").stdout
     message = error("grad", "static_cases.py:kw_required", "--at", "x=2")
     assert "keyword-only parameters without a default (k)" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [("pos_partial", "1.0806046117362795"), ("bound", "9.0"), ("obj", "6.0")],
+)
+def test_partials_bound_methods_and_callable_objects(name, want):
+    assert (
+        f"x_bar = {want}"
+        in run("grad", f"static_cases.py:{name}", "--at", "x=1").stdout
+    )
+    payload = json.loads(
+        run("grad", f"static_cases.py:{name}", "--emit", "json").stdout
+    )
+    assert payload["signature"] == {"x": "float64"}
+    assert "ok: 5 of 5" in run("check", f"static_cases.py:{name}").stdout
+
+
+def test_compile_of_a_partial_binding_numbers_is_reported(tmp_path):
+    out = tmp_path / "bundle.py"
+    result = run("compile", "static_cases.py:pos_partial", "-o", str(out), code=1)
+    assert "binds numbers to its function" in result.stderr
+    run("compile", "static_cases.py:bound", "-o", str(out))
+    spec = importlib.util.spec_from_file_location("bound_bundle", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.grad(1.0) == pytest.approx(9.0)

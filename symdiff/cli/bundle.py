@@ -42,12 +42,12 @@ import symdiff
 from symdiff.cli.derivatives import target_argument, wrt_option
 from symdiff.cli.kinds import (
     FLOAT,
+    all_dtypes,
     arg_option,
     describe,
     is_array,
     is_static,
     is_typed,
-    kernel_dtypes,
     kinds_flag,
     numba_type,
     select_kernel,
@@ -63,6 +63,7 @@ from symdiff.cli.target import (
     parse_wrt,
 )
 from symdiff.compiled import Compiled
+from symdiff.frontend.values import static_kind
 
 #: What compiles every kernel: symdiff's JIT policy (IEEE semantics, 1/0 = inf).
 NJIT = 'numba.njit(error_model="numpy", fastmath=False)'
@@ -157,9 +158,19 @@ def piece(public: str, compiled: Compiled, kinds: tuple[str, ...] = ()) -> Piece
     """Split a kernel's module source and rename its function to ``public``:
     the kernel for arguments of ``kinds`` (all float64 if none are given),
     without the parameters of static kinds."""
+    from symdiff.api import BoundCompiled
+
+    if isinstance(compiled, BoundCompiled) and any(
+        static_kind(a) is None for a in (*compiled._args, *compiled._kwargs.values())
+    ):
+        raise Failure(
+            f"`{compiled.__name__}` binds numbers to its function (a "
+            "functools.partial): a compiled module takes every parameter of a "
+            "kernel, so compile the function itself"
+        )
     kinds = kinds or (FLOAT,) * compiled._nparams
     kernel = select_kernel(compiled, kinds)
-    dtypes = kernel_dtypes(compiled, kinds)
+    dtypes = all_dtypes(compiled, kinds)  # one per parameter of the kernel
     source = kernel.source
     tree = ast.parse(source)
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import inspect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -405,15 +406,37 @@ def is_typed(kinds: Iterable[str]) -> bool:
 def kernel_dtypes(compiled: Compiled, kinds: Sequence[str]) -> tuple[str, ...]:
     """The signature of the kernel a call with arguments of these kinds runs:
     the API's own rule (differentiated ints are float64 to the kernel)."""
+    from symdiff.api import BoundCompiled
+
+    if isinstance(compiled, BoundCompiled):
+        # a functools.partial, a bound method, a callable object: the dtypes of
+        # the parameters its call takes (not the bound ones)
+        full = all_dtypes(compiled, kinds)
+        names = list(compiled._compiled._signature.parameters)
+        by_name = dict(zip(names, full, strict=True))
+        own = inspect.signature(compiled._original).parameters
+        return tuple(by_name[n] for n in own if n in by_name)
+    return all_dtypes(compiled, kinds)
+
+
+def all_dtypes(compiled: Any, kinds: Sequence[str]) -> tuple[str, ...]:
+    """The kernel's dtypes, of every parameter of the function it compiles."""
+    from symdiff.api import BoundCompiled
+
     values = tuple(sample(kind) for kind in kinds)
+    kwargs: dict[str, Any] = {}
+    if isinstance(compiled, BoundCompiled):
+        values = (*compiled._args, *values)  # the bound arguments first
+        kwargs = dict(compiled._kwargs)
+        compiled = compiled._compiled
     # keyword-only parameters take their defaults (target.py requires them)
-    return compiled._dtypes(compiled._bind(values, {}))[0]
+    return compiled._dtypes(compiled._bind(values, kwargs))[0]
 
 
 def select_kernel(compiled: Compiled, kinds: Sequence[str]) -> Kernel:
     """Build (or reuse) that kernel; it becomes ``compiled.kernel`` too, so that
     ``source``, ``ir``, ``latex()`` and ``to_sympy()`` describe it."""
-    return compiled._kernel(kernel_dtypes(compiled, kinds))
+    return compiled._kernel(all_dtypes(compiled, kinds))
 
 
 def signature_text(params: Sequence[str], dtypes: Sequence[str]) -> str:
