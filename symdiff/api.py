@@ -35,12 +35,28 @@ def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Any:
     return compiled
 
 
+def unwrap_decorated(fun: Any) -> Any:
+    """The Python function under ``@numba.njit`` (its ``py_func``) or
+    ``@functools.lru_cache`` (``__wrapped__``): symdiff reads its source, as it
+    does for helpers under them."""
+    py_func = getattr(fun, "py_func", None)
+    if type(fun).__module__.startswith("numba") and isinstance(
+        py_func, types.FunctionType
+    ):
+        return py_func
+    wrapped = getattr(fun, "__wrapped__", None)
+    if hasattr(fun, "cache_info") and isinstance(wrapped, types.FunctionType):
+        return wrapped
+    return fun
+
+
 def _unbind(fun: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
     """The Python function behind ``fun`` and the arguments bound to it: a
     ``functools.partial``'s, the object of a bound method (``model.energy``) or
     of a callable object (its class's ``__call__``), passed as a constant."""
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
+    fun = unwrap_decorated(fun)
     if isinstance(fun, functools.partial):
         args, kwargs, fun = fun.args, dict(fun.keywords), fun.func
     if isinstance(fun, types.MethodType) and isinstance(
@@ -64,6 +80,7 @@ def _compile(fun: Any, spec: Spec, target: str) -> Any:
     """``Compiled`` for a function; for a bound method, a callable object or a
     ``functools.partial``, the transform of its function with the bound
     arguments first (``argnums`` counts the arguments of the call)."""
+    fun = unwrap_decorated(fun)  # @numba.njit, @functools.lru_cache
     inner, args, kwargs = _unbind(fun)
     if inner is fun:
         return Compiled(fun, spec, target)

@@ -308,3 +308,15 @@ def test_compile_of_a_partial_binding_numbers_is_reported(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.grad(1.0) == pytest.approx(9.0)
+
+
+NORM = "import numpy as np\n\n\ndef norm(x):\n    return np.sqrt(np.sum(x ** 2))\n"
+
+
+def test_points_with_arrays_of_other_lengths(tmp_path, monkeypatch):
+    (tmp_path / "norms.py").write_text(NORM)
+    monkeypatch.chdir(tmp_path)
+    out = run("grad", "norms.py:norm", "--at", "x=[1,2,3]", "--at", "x=[3,4]").stdout
+    assert "x_bar = [0.6, 0.8]" in out
+    message = error("grad", "norms.py:norm", "--at", "x=[1,2,3]", "--at", "x=[[3,4]]")
+    assert "give arrays of" in message

@@ -205,3 +205,14 @@ def test_a_grad_of_arrays_called_inside():
     value, slope_w = symdiff.value_and_grad(uses_array_grad)(w)
     assert value == pytest.approx(float(oracle(w)), rel=1e-13)
     np.testing.assert_allclose(slope_w, jax.grad(oracle)(w), rtol=1e-12)
+
+
+def test_transforms_of_functions_under_njit_and_lru_cache():
+    """The decorated function itself is transformed as the Python function it
+    wraps (its `py_func`, its `__wrapped__`)."""
+    x = 0.7
+    assert symdiff.grad(jitted_helper)(x) == pytest.approx(
+        math.cos(x) * x + math.sin(x)
+    )
+    assert symdiff.grad(cached_helper)(x) == pytest.approx(3 * x**2)
+    assert symdiff.jit(jitted_helper).__class__.__name__ == "Compiled"

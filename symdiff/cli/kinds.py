@@ -278,9 +278,13 @@ def parse_value(raw: str, kind: str, name: str, option: str) -> Any:
         return static_literal(text, name, option)
     if is_array(kind):
         value = array_literal(text, name, option)
-        if value.shape != array_shape(kind):
+        # kernels are per dimension (the lengths only say which axes are 1),
+        # and a call picks its own: points may have arrays of other lengths
+        if value.ndim != len(array_shape(kind)):
             raise click.BadParameter(
-                f"`{name}` has shape {value.shape}, but its kind is {short(kind)}",
+                f"`{name}={text}` has shape {value.shape}, but `{name}` is "
+                f"{short(kind)} (from --arg or an --at value): give "
+                f"arrays of {len(array_shape(kind))} dimension(s)",
                 param_hint=f"'{option}'",
             )
         return value  # type: ignore[no-any-return]

@@ -122,6 +122,20 @@ def load_target(spec: str) -> Target:
                 err=True,
             )
         fn = inner
+    from symdiff.api import unwrap_decorated
+
+    fn = unwrap_decorated(fn)  # @numba.njit, @functools.lru_cache
+    params = list(_positional(fn))
+    if (
+        isinstance(fn, types.FunctionType)
+        and params[:1] == ["self"]
+        and "." in fn.__qualname__
+    ):
+        raise bad_target(
+            f"`{name}` is a method of a class: name the method of an object made "
+            f"at module level (`model = {fn.__qualname__.rsplit('.', 1)[0]}(...)`, "
+            f"then `{where}:model.{fn.__name__}`)"
+        )
     required = _required_keyword_only(fn)
     if required:
         raise bad_target(
