@@ -83,7 +83,7 @@ class TranslationError(SymdiffError):
     def _render(self) -> str:
         n = len(self.diagnostics)
         head = (
-            f"cannot differentiate `{self.function}`: "
+            f"cannot translate `{self.function}`: "
             f"{n} problem{'s' if n != 1 else ''} found"
         )
         return head + "\n\n" + "\n\n".join(d.render() for d in self.diagnostics)

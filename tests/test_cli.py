@@ -901,7 +901,7 @@ def test_unsupported_construct(command, tmp_path):
     line = line_of("    try:")
     kind = "jit" if command == "compile" else command
     assert result.stderr == (
-        "Error: cannot differentiate `uses_try`: 1 problem found\n\n"
+        "Error: cannot translate `uses_try`: 1 problem found\n\n"
         f"{CASES}:{line}:5: `try` blocks are not supported\n"
         "    try:\n"
         "    ^~~~\n"
@@ -1068,7 +1068,7 @@ def test_errors_as_json():
     assert json.loads(emitted.stdout) == json.loads(result.stdout)
     failed = json.loads(run("graph", f"{CASES}:uses_try", "--json", code=1).stdout)
     assert failed["exit_code"] == 1
-    assert failed["error"].startswith("cannot differentiate `uses_try`")
+    assert failed["error"].startswith("cannot translate `uses_try`")
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -1118,7 +1118,7 @@ def test_the_console_script():
     assert "\x1b[" in colored.stdout and click.unstyle(colored.stdout) == proc.stdout
     bad = _shell("symdiff", "grad", f"{CASES}:uses_try")
     assert bad.returncode == 1 and bad.stdout == ""
-    assert bad.stderr.startswith("Error: cannot differentiate `uses_try`")
+    assert bad.stderr.startswith("Error: cannot translate `uses_try`")
     assert "Traceback" not in bad.stderr
     usage = _shell("symdiff", "grad", f"{CASES}:poly", "--wrt", "q")
     assert usage.returncode == 2 and "Traceback" not in usage.stderr

@@ -137,7 +137,7 @@ def check_diagnostic(
 
 
 def header(name: str, n: int) -> str:
-    return f"cannot differentiate `{name}`: {n} problem{'s' if n != 1 else ''} found"
+    return f"cannot translate `{name}`: {n} problem{'s' if n != 1 else ''} found"
 
 
 def single(err: symdiff.TranslationError, name: str) -> Diagnostic:
