@@ -168,11 +168,12 @@ def _pair(a: object, b: object) -> bool:
     return a[0] is b[0] or (a[1] is b[1] and a[2] is b[2])
 
 
-def window(x: Node, items: list[Value]) -> Masked | None:
-    """``x[:i]``, ``L[i, :i]``, ``x[lag:]``, ``X[a:b]``: a slice whose bounds are
-    known only when the kernel runs (a loop's index), so its length is too, as
-    a selection of the whole axis (its elements shifted to the front, the mask
-    marking the first ``length``).  None where no slice has such bounds."""
+def _run_time_slice(
+    x: Node, items: list[Value], what: str
+) -> tuple[int, SliceValue] | None:
+    """The one slice of ``x[items]`` whose length is known only when the kernel
+    runs (or a window not proven inside ``x``), and its position; None where no
+    slice is such.  ``what`` begins the messages (``"a write to "``)."""
     found = [
         k
         for k, item in enumerate(items)
@@ -184,18 +185,30 @@ def window(x: Node, items: list[Value]) -> Masked | None:
         return None
     if len(found) > 1:
         raise Unsupported(
-            "two slices whose lengths are known only when the kernel runs",
-            "slice one axis at a time in a loop (`A[i, :i]`), or use np.where "
-            "with a mask of the whole array",
+            f"{what}two slices whose lengths are known only when the kernel runs",
+            "slice (or write) one axis at a time in a loop (`A[i, :i]`), or use "
+            "np.where with a mask of the whole array",
         )
     k = found[0]
     sl = items[k].obj
     assert isinstance(sl, SliceValue)
     if not AR._none(sl.step) and AR.static_int(sl.step, "a slice step") != 1:
         raise Unsupported(
-            "a slice with a run-time length and a step",
+            f"{what}a slice with a run-time length and a step",
             "take every element (`x[:i]`) and select the others with a mask",
         )
+    return k, sl
+
+
+def window(x: Node, items: list[Value]) -> Masked | None:
+    """``x[:i]``, ``L[i, :i]``, ``x[lag:]``, ``X[a:b]``: a slice whose bounds are
+    known only when the kernel runs (a loop's index), so its length is too, as
+    a selection of the whole axis (its elements shifted to the front, the mask
+    marking the first ``length``).  None where no slice has such bounds."""
+    found = _run_time_slice(x, items, "")
+    if found is None:
+        return None
+    k, sl = found
     before = items[:k]
     if any(
         not (isinstance(i, Node) and not i.shape and i.dtype == "int64") for i in before
@@ -257,29 +270,10 @@ def window_write(
     of the block it writes in (the whole axis at the slice) and the block after
     the write: a select over the axis between the new values, realigned to the
     slice's start, and the old ones.  None where no slice is such."""
-    found = [
-        k
-        for k, item in enumerate(items)
-        if isinstance(item, Static)
-        and isinstance(item.obj, SliceValue)
-        and (_run_time(item.obj) or _past_ends(x, items, k))
-    ]
-    if not found:
+    found = _run_time_slice(x, items, "a write to ")
+    if found is None:
         return None
-    if len(found) > 1:
-        raise Unsupported(
-            "a write to two slices whose lengths are known only when the kernel runs",
-            "write one axis at a time in a loop (`A[i, k:] = v`)",
-        )
-    k = found[0]
-    sl = items[k].obj
-    assert isinstance(sl, SliceValue)
-    if not AR._none(sl.step) and AR.static_int(sl.step, "a slice step") != 1:
-        raise Unsupported(
-            "a write to a slice with a run-time length and a step",
-            "write the elements one by one in a loop, or the whole array with "
-            "np.where and a mask",
-        )
+    k, sl = found
     before, after = items[:k], items[k + 1 :]
     if any(
         not (isinstance(i, Node) and not i.shape and i.dtype == "int64") for i in before

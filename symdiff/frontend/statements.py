@@ -22,7 +22,7 @@ import numpy as np
 from symdiff.errors import SymdiffWarning
 from symdiff.frontend import arrays as AR
 from symdiff.frontend import masks
-from symdiff.frontend.expressions import BINOPS, python_value
+from symdiff.frontend.expressions import _OP_SYMBOLS, BINOPS, python_value
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.values import (
     LocalFunction,
@@ -529,12 +529,12 @@ class StatementLowering:
             if value.shape != before.shape:
                 self.error(
                     stmt,
-                    f"`{target.id}` {_AUG_SYMBOLS.get(type(stmt.op), '')}= ... "
+                    f"`{target.id}` {_OP_SYMBOLS.get(type(stmt.op), '')}= ... "
                     "writes into the array in place, so it cannot change its shape "
                     f"from {S.format_shape(before.shape)} to "
                     f"{S.format_shape(value.shape)}",
                     f"write `{target.id} = {target.id} "
-                    f"{_AUG_SYMBOLS.get(type(stmt.op), '+')} ...` for a new array",
+                    f"{_OP_SYMBOLS.get(type(stmt.op), '+')} ...` for a new array",
                 )
                 return
             self.hints.setdefault(value, target.id)
@@ -941,18 +941,6 @@ class StatementLowering:
             live0, cond
         ) and live_else is B.logical_and(live0, B.logical_not(cond))
         frame.live = live0 if untouched else B.logical_or(live_then, live_else)
-
-
-#: The operator of an augmented assignment, as written.
-_AUG_SYMBOLS = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
-    ast.Pow: "**",
-}
 
 
 def _message_text(node: ast.expr) -> str:
