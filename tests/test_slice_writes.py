@@ -142,3 +142,31 @@ def test_windows_kept_inside_by_their_ranges_are_proven(monkeypatch):
     w = np.array([1.0, -2.0, 0.5])
     assert symdiff.jit(windows_inside)(x, w) == pytest.approx(windows_inside(x, w))
     assert verdicts and all(verdicts)
+
+
+def lu_right_looking(A):
+    A = A.copy()
+    n = A.shape[0]
+    for k in range(n):
+        A[k + 1 :, k] /= A[k, k]
+        for j in range(k + 1, n):
+            A[k + 1 :, j] -= A[k + 1 :, k] * A[k, j]
+    return np.sum(A**2)
+
+
+def cholesky_right_looking(A):
+    A = A.copy()
+    n = A.shape[0]
+    for k in range(n):
+        A[k, k] = np.sqrt(A[k, k])
+        A[k + 1 :, k] /= A[k, k]
+        for j in range(k + 1, n):
+            A[j:, j] -= A[j:, k] * A[j, k]
+    return np.sum(np.tril(A))
+
+
+@pytest.mark.parametrize("fn", [lu_right_looking, cholesky_right_looking])
+def test_column_writes_of_run_time_length(fn):
+    A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    assert symdiff.jit(fn)(A) == pytest.approx(fn(A), rel=1e-12)
+    np.testing.assert_allclose(symdiff.grad(fn)(A), _fd(fn, A), atol=1e-6)

@@ -36,7 +36,7 @@ from symdiff.ir import linalg as LA
 from symdiff.ir import loops as L
 from symdiff.ir import shapes as S
 from symdiff.ir.node import Node, topological
-from symdiff.ir.shapes import Check, Length, Shape, format_dim, format_shape
+from symdiff.ir.shapes import Check, Length, Shape, format_dim
 from symdiff.opt.schedule import MAX_INLINE, _Namer
 
 #: How each array op is generated (ir/ops.py declares them; a test checks that
@@ -553,7 +553,14 @@ class ArrayKernel:
         return format_dim(d, self.param_name)
 
     def shape_text(self, shape: Shape) -> str:
-        return format_shape(shape, self.param_name)
+        """A shape as a tuple expression; a length that can be negative (``x[1:]``
+        of an empty ``x``: ``x.shape[0] - 1``) is clipped at 0, as NumPy's slice
+        of it is empty."""
+        items = [
+            f"max({self.dim(d)}, 0)" if _may_be_negative(d) else self.dim(d)
+            for d in shape
+        ]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
     def _name(self, n: Node) -> str:
         if n not in self.names:
@@ -1739,3 +1746,9 @@ _BOOL_ACCUMULATE = {
     "amax": "{acc} = {acc} or {v}",
     "amin": "{acc} = {acc} and {v}",
 }
+
+
+def _may_be_negative(d: Length) -> bool:
+    """Whether a length has a negative term (``n - 1``): negative for small
+    ``n``, where the slice it measures is empty."""
+    return not isinstance(d, int) and any(c < 0 for _, c in d.terms)

@@ -887,7 +887,11 @@ def _fill_value(value: float | Node, dtype: Value | None) -> Node:
 
 
 def _full(shape: Value, fill_value: Value, dtype: Value | None = None) -> Node:
-    return A.full(B.to_float(array(fill_value)), shape_arg(shape))
+    """``np.full``: of ``dtype``, by default the fill value's (NumPy's
+    ``np.full(3, 0)`` is an int array, whose items a float write truncates)."""
+    fill = array(fill_value)
+    kind = _dtype(dtype, fill.dtype)
+    return A.full(_cast(fill, kind) if fill.dtype != kind else fill, shape_arg(shape))
 
 
 def _dtype(value: Value | None, default: str) -> str:

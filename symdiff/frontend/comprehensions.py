@@ -43,7 +43,7 @@ from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import Unsupported
 from symdiff.frontend.loops import UNROLL, LoopContext, Source, _widen
 from symdiff.frontend.statements import LIST_HINT, _local_names_of
-from symdiff.frontend.values import Static, Value
+from symdiff.frontend.values import Static, Value, as_list
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import shapes as S
@@ -222,7 +222,10 @@ class ComprehensionLowering:
     def _expr_ListComp(
         self, node: ast.ListComp, values: list[Value], test: bool
     ) -> Value:
-        return self.comprehension(node, "list")
+        value = self.comprehension(node, "list")
+        if isinstance(value, Node) and value.shape:  # over a run-time range
+            as_list(value)  # a list: a float written into ints makes floats
+        return value
 
     def iterable_call(
         self, node: ast.Call, name: str, obj: object, args: list[Value], kw: dict

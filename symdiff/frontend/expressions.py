@@ -27,7 +27,14 @@ from symdiff.frontend import masks
 from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import bitwise, invert, lookup
-from symdiff.frontend.values import LocalFunction, Maybe, Static, Undefined, Value
+from symdiff.frontend.values import (
+    LocalFunction,
+    Maybe,
+    Static,
+    Undefined,
+    Value,
+    as_list,
+)
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir.node import Node, constant
@@ -800,10 +807,12 @@ class ExpressionLowering:
                 if numbers and items and len(set(items)) == 1:
                     # [0.0] * n: n copies of one number
                     length = AR.length(count, "the count of a repeated list")
-                    return B.broadcast_to(items[0], (length,))  # type: ignore[arg-type]
+                    return as_list(B.broadcast_to(items[0], (length,)))  # type: ignore[arg-type]
                 if count.op == "const":
                     repeated = items * max(int(count.value), 0)
-                    return AR.array(repeated) if numbers and repeated else repeated
+                    if numbers and repeated:
+                        return as_list(AR.array(repeated))
+                    return repeated
                 return self.error(
                     node,
                     "a list of several items repeated a run-time number of times",

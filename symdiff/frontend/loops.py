@@ -30,7 +30,15 @@ from symdiff.frontend import bounds
 from symdiff.frontend.expressions import _as_maybe, _optional
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.statements import _local_names_of
-from symdiff.frontend.values import Masked, Maybe, Static, Undefined, Value
+from symdiff.frontend.values import (
+    LIST_ARRAYS,
+    Masked,
+    Maybe,
+    Static,
+    Undefined,
+    Value,
+    as_list,
+)
 from symdiff.frontend.views import (
     AMBIGUOUS,
     View,
@@ -833,8 +841,13 @@ class LoopLowering:
             count = B.select(guard, count, B.constant(0))
         node = L.loop(count, init, captured_outer, body)
         results = L.results(node)
-        for r, name in zip(results, leaf_names, strict=True):
+        starts = [
+            leaf for name in state_names for leaf in _leaves(init_values[name]) or []
+        ]
+        for r, name, start in zip(results, leaf_names, starts, strict=True):
             self.hints.setdefault(r, name)
+            if start in LIST_ARRAYS:  # still a Python list after the loop
+                as_list(r)
         frame.env = dict(env0)
         at = 0
         for name in state_names:
@@ -891,6 +904,12 @@ class LoopLowering:
             L.var(n, shape, dt)
             for n, (dt, shape) in zip(leaf_names, kinds, strict=True)
         ]
+        starts = [
+            leaf for name in state_names for leaf in _leaves(init_values[name]) or []
+        ]
+        for v, start in zip(carried, starts, strict=True):
+            if start in LIST_ARRAYS:  # a Python list: a float written widens it
+                as_list(v)
         captured: dict[Node, Node] = {}
 
         def capture(value: Value, name: str = "") -> Value:

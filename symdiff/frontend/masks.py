@@ -277,10 +277,14 @@ def window_write(
     before, after = items[:k], items[k + 1 :]
     if any(
         not (isinstance(i, Node) and not i.shape and i.dtype == "int64") for i in before
-    ) or not all(AR._is_static(i) for i in after):
+    ) or not all(
+        AR._is_static(i) or (isinstance(i, Node) and not i.shape and i.dtype == "int64")
+        for i in after
+    ):
         raise Unsupported(
             "a write to a slice with a run-time length must have integers only "
-            "before it and constant slices after it (`A[i, k:] = v`, `x[i:] = v`)",
+            "before it and integers or constant slices after it (`A[i, k:] = v`, "
+            "`A[k + 1:, k] /= p`)",
             "index the other axes first, or write the whole array with np.where "
             "and a mask",
         )
@@ -386,6 +390,42 @@ def combine(
     operations through ``handlers`` (the lowerer's own, by node kind) on the
     selections' data, reductions here.  Raises :class:`Unsupported` otherwise."""
     sels = [v for v in values if isinstance(v, Masked)]
+    try:
+        return _combine(node, values, sels, test, handlers)
+    except Unsupported as exc:
+        if sels and all(s.window is not None for s in sels):
+            raise as_slices(exc) from None
+        raise
+
+
+def as_slices(exc: Unsupported) -> Unsupported:
+    """A refusal about selections, said of slices of run-time length (``A[k:,
+    k]``, ``x[:i]``): their length depends on a loop's index, not on values."""
+    message = exc.args[0]
+    if "boolean-mask selection" not in message and "boolean mask" not in message:
+        return exc
+    message = (
+        message.replace("boolean-mask selections", "slices of run-time length")
+        .replace("a boolean-mask selection (`x[mask]`)", "a slice of run-time length")
+        .replace("boolean-mask selection", "slice of run-time length")
+        .replace("its length depends on the values", "its length depends on the loop")
+        .replace("with different masks", "whose lengths are not known to be equal")
+    )
+    return Unsupported(
+        message,
+        "element-wise arithmetic, reductions (np.sum, np.max, ...) and dot "
+        "products of such slices work; else loop over the elements, or keep the "
+        "whole axis and mask it: np.where(np.arange(n) >= k, x, 0.0)",
+    )
+
+
+def _combine(
+    node: ast.expr,
+    values: list[Value | Masked],
+    sels: list[Masked],
+    test: bool,
+    handlers: dict[str, Handler],
+) -> Value | Masked:
     if isinstance(node, ast.Attribute):
         return _attribute(sels[0], node.attr)
     if isinstance(node, ast.Subscript):
@@ -484,6 +524,15 @@ def _call(
         return call(node, values, test)
     if obj in (np.dot, np.inner, np.vdot, np.matmul) and not kwargs:
         return _dot(values, f"`{ast.unparse(node.func)}` of")
+    if (
+        obj in (np.argmax, np.argmin)
+        and len(args) == 1
+        and not kwargs
+        and isinstance(args[0], Masked)
+        and args[0].window is not None
+        and len(args[0].data.shape) == 1
+    ):
+        return _arg_extreme(args[0], obj is np.argmax)
     if isinstance(obj, MaskedMethod):
         return _reduce(obj.name, obj.selection, args, kwargs)  # type: ignore[arg-type]
     name = _FUNCTIONS.get(obj)  # type: ignore[call-overload]
@@ -508,6 +557,21 @@ def _call(
         operands = [_operand(v, sels[0], what) for v in rest]
         return _wrap(call(node, [callee, *operands], test), mask, sels[0].window)
     raise refusal(f"`{ast.unparse(node.func)}` of")
+
+
+def _arg_extreme(sel: Masked, largest: bool) -> Node:
+    """``np.argmax(np.abs(A[k:, k]))`` (partial pivoting): the first position of
+    the slice's extreme, counted from its start (a NaN is the extreme, as in
+    NumPy).  An empty slice gives 0, where NumPy raises."""
+    data, inside = sel.data, B.truth(sel.mask)
+    far = constant(-math.inf if largest else math.inf)
+    top = A.reduce("amax" if largest else "amin", B.select(inside, data, far), (0,))
+    hit = B.logical_or(B.apply("eq", data, top), B.apply("ne", data, data))
+    positions = A.iota(0, data.shape)
+    last = A.dim(data.shape[0])
+    first = B.select(B.logical_and(inside, hit), positions, last)
+    found = A.reduce("amin", first, (0,))
+    return B.select(B.apply("lt", found, last), found, constant(0))
 
 
 def _users_own(obj: object) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import os
@@ -33,15 +34,36 @@ class FunctionSource:
 
     @property
     def display_file(self) -> str:
-        """The file name as shown in messages: relative to the cwd when inside it."""
-        try:
-            rel = os.path.relpath(self.filename)
-        except ValueError:
-            return self.filename
-        return self.filename if rel.startswith("..") else rel
+        """The file name as messages and generated code show it: relative to its
+        project's root (the nearest folder above it with a ``pyproject.toml``,
+        ``setup.py``, ``setup.cfg`` or ``.git``), else its own name: the same
+        text whichever folder the program runs from (kernels quote it, and a
+        kernel's text is its cache key)."""
+        return display_path(self.filename)
 
     def line_text(self, lineno: int) -> str:
         return linecache.getline(self.filename, lineno)
+
+
+_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+@functools.lru_cache(maxsize=256)
+def display_path(filename: str) -> str:
+    """``filename`` relative to its project's root (see ``display_file``)."""
+    if filename.startswith("<") or not os.path.isabs(filename):
+        if not os.path.exists(filename):
+            return filename  # <string>, <dynamic-code>: as it is
+        filename = os.path.abspath(filename)
+    folder = os.path.dirname(filename)
+    here = folder
+    while True:
+        if any(os.path.exists(os.path.join(here, m)) for m in _MARKERS):
+            return os.path.relpath(filename, here)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return os.path.basename(filename)
+        here = parent
 
 
 # Parsed trees by code object: closures made by one `def` share their tree.

@@ -25,12 +25,14 @@ from symdiff.frontend import masks
 from symdiff.frontend.expressions import _OP_SYMBOLS, BINOPS, python_value
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.values import (
+    LIST_ARRAYS,
     LocalFunction,
     Masked,
     Raise,
     Static,
     Undefined,
     Value,
+    as_list,
 )
 from symdiff.frontend.views import after_if, forget, index_view, is_view_key
 from symdiff.ir import arrays as A
@@ -370,7 +372,7 @@ class StatementLowering:
         ):
             # f = [0.0, x, 1.0]; f[i] = v: a list of numbers (of rows of one
             # length: T = [[0.0] * 3 for _ in range(2)]) is an array
-            base = AR.array(base)
+            base = as_list(AR.array(base))
         if not (isinstance(base, Node) and base.shape):
             self.error(
                 target,
@@ -385,11 +387,23 @@ class StatementLowering:
                 "assign one element at a time, e.g. `out[i] = a` and `out[j] = b`",
             )
             return
+        listed = base in LIST_ARRAYS
+        if listed and base.dtype != "float64" and _float_value(value):
+            # dp = [0] * (n + 1); dp[i] = 0.5 * x: Python's list holds the float
+            base = as_list(B.to_float(base))
+        elif base.dtype != "float64" and isinstance(value, Node):
+            # a NumPy int array truncates what is stored (no derivative)
+            value = _stored(value, base.dtype)
+        outer, self.current = self.current, target  # the checks' line
         try:
             updated = self.updated(base, key, value, mode)
         except (AR.Unsupported, S.ShapeMismatch) as exc:
             self.error(target, exc.args[0], getattr(exc, "hint", ""))
             return
+        finally:
+            self.current = outer
+        if listed:
+            as_list(updated)
         self.hints.setdefault(updated, name)
         self.frame.env[name] = updated
         self.wrote_in_place(name, target)
@@ -476,11 +490,26 @@ class StatementLowering:
             return
         if isinstance(target.slice, ast.List):
             key = (key,)
+        whole = self.frame.env.get(root.id)
+        if (
+            whole in LIST_ARRAYS
+            and whole.dtype != "float64"  # type: ignore[union-attr]
+            and _float_value(value)
+        ):
+            # L = [[0] * 3 for _ in ...]; L[i][j] = 0.5: lists of floats now
+            self.frame.env[root.id] = as_list(B.to_float(whole))  # type: ignore[arg-type]
+            part = self.expr(inner)
+            assert isinstance(part, Node)
+        elif part.dtype != "float64" and isinstance(value, Node):
+            value = _stored(value, part.dtype)
+        outer, self.current = self.current, target
         try:
             part = self.updated(part, key, value, mode)
         except (AR.Unsupported, S.ShapeMismatch) as exc:
             self.error(target, exc.args[0], getattr(exc, "hint", ""))
             return
+        finally:
+            self.current = outer
         self.set_item(inner, part, "set")
 
     def _basic_update(self, base: Node, key: Value, value: Node, mode: str) -> Node:
@@ -966,6 +995,21 @@ def _rooted(target: ast.Subscript) -> bool:
     while isinstance(root, ast.Subscript):
         root = root.value
     return isinstance(root, ast.Name)
+
+
+def _float_value(value: Value) -> bool:
+    node = value.data if isinstance(value, Masked) else value
+    return isinstance(node, Node) and node.dtype == "float64"
+
+
+def _stored(value: Node, dtype: str) -> Node:
+    """``value`` as an array of ``dtype`` stores it: a float toward zero into
+    ints, its truth into bools."""
+    if value.dtype == dtype:
+        return value
+    if dtype == "bool":
+        return B.truth(value)
+    return B.truncate(value) if value.dtype == "float64" else B.to_int(value)
 
 
 def _as_load(target: ast.expr) -> ast.expr:

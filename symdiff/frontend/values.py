@@ -7,6 +7,7 @@ import inspect
 import os
 import sys
 import sysconfig
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +104,18 @@ class Raise:
     cond: Node
     exception: str
     message: str
+
+
+#: Arrays that stand for Python lists of numbers (``dp = [0] * (n + 1)``, a list
+#: of rows, a list comprehension): a float written into one of ints makes it a
+#: list of floats (statements.set_item), where a NumPy int array truncates.
+LIST_ARRAYS: weakref.WeakSet[Node] = weakref.WeakSet()
+
+
+def as_list(node: Node) -> Node:
+    """``node``, marked as a Python list of numbers (:data:`LIST_ARRAYS`)."""
+    LIST_ARRAYS.add(node)
+    return node
 
 
 # -- arguments that are Python objects, not numbers ------------------------------------
