@@ -507,3 +507,28 @@ def test_kernel_text_is_the_same_from_any_folder(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert symdiff.jit(cube).source == here
     assert here.splitlines()[0].endswith("(tests/test_hunt_regressions.py:99)")
+
+
+def lennard_jones(r):
+    n = r.shape[0]
+    d = r[:, None, :] - r[None, :, :]
+    r2 = np.sum(d**2, axis=-1)
+    mask = ~np.eye(n, dtype=bool)
+    inv6 = np.where(mask, 1.0 / np.where(mask, r2, 1.0) ** 3, 0.0)
+    return 0.5 * np.sum(4 * (inv6**2 - inv6)) + np.sum(np.eye(n, dtype=int) * 1.0)
+
+
+def signed_area(a, b, c):
+    return 0.5 * np.cross(b - a, c - a)
+
+
+def test_eye_of_a_dtype_and_cross_of_two_vectors():
+    r = np.array([[0.0, 0.0], [1.1, 0.2], [0.3, 1.4]])
+    assert symdiff.jit(lennard_jones)(r) == pytest.approx(lennard_jones(r))
+    np.testing.assert_allclose(
+        symdiff.grad(lennard_jones)(r), _fd_matrix(lennard_jones, r), atol=1e-6
+    )
+    with pytest.raises(SymdiffError, match=r"np.cross\(a\[:2\], b\[:2\]\)"):
+        symdiff.jit(signed_area)(
+            np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])
+        )

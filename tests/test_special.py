@@ -405,3 +405,38 @@ def test_digamma_reflection_near_zero_and_at_half_integers():
     d3 = symdiff.grad(symdiff.grad(symdiff.grad(_lgamma_of)))
     assert d3(-0.5) == pytest.approx(-0.8287966442343199, rel=1e-12)
     assert symdiff.grad(d3)(-0.5) == pytest.approx(193.40909103400244, rel=1e-12)
+
+
+def _betaln_of(a, b):
+    return special.betaln(a, b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (1e15, 2.0),
+        (0.5, 1e12),
+        (1e8, 5.0),
+        (3.0, 4.5),
+        (1e4, 1e4),
+        (2e4, 3e5),
+        (1e15, 1e15),
+        (999.0, 2.0),
+        (1e3, 2.0),
+        (1e-3, 1e5),
+        (50.0, 0.3),
+    ],
+)
+def test_betaln_at_large_arguments_against_mpmath(a, b):
+    """Where lgamma(a) + lgamma(b) - lgamma(a + b) would cancel (an argument past
+    1e3), Stirling's series keeps betaln and its slopes to rounding."""
+    import mpmath
+
+    mpmath.mp.dps = 40
+    value = float(mpmath.log(mpmath.beta(a, b)))
+    da = float(mpmath.digamma(a) - mpmath.digamma(a + b))
+    db = float(mpmath.digamma(b) - mpmath.digamma(a + b))
+    assert symdiff.jit(_betaln_of)(a, b) == pytest.approx(value, rel=1e-12)
+    ga, gb = symdiff.grad(_betaln_of, argnums=(0, 1))(a, b)
+    assert ga == pytest.approx(da, rel=1e-11)
+    assert gb == pytest.approx(db, rel=1e-8, abs=1e-16)

@@ -1139,10 +1139,16 @@ def _logspace(
     return B.pow_(b, y)  # type: ignore[arg-type]
 
 
-def _eye(n: Value, m: Value | None = None, k: Value | None = None) -> Node:
+def _eye(
+    n: Value, m: Value | None = None, k: Value | None = None, dtype: Value | None = None
+) -> Node:
     rows = length(n, "np.eye's size")
     cols = rows if m is None or (isinstance(m, Static) and m.obj is None) else length(m)
-    return A.eye(rows, cols, 0 if k is None else static_int(k, "`k`"))
+    eye = A.eye(rows, cols, 0 if k is None else static_int(k, "`k`"))
+    kind = _dtype(dtype, "float64")  # ~np.eye(n, dtype=bool): off the diagonal
+    if kind == "bool":
+        return B.truth(eye)
+    return B.truncate(eye) if kind == "int64" else eye
 
 
 def _np_array(value: Value, dtype: Value | None = None) -> Node:

@@ -478,6 +478,53 @@ def lookup(obj: object) -> Builtin | None:
     return entry
 
 
+_LARGE = 1e3  # from here on betaln uses Stirling's series, exact to rounding there
+
+
+def _omega(x: Node) -> Node:
+    """Stirling's correction ``lgamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2)``
+    for ``x >= 1e3``: ``1/(12x) - 1/(360x^3) + 1/(1260x^5)`` (the next term is
+    below 1e-24)."""
+    inv = div(ONE, x)
+    inv2 = mul(inv, inv)
+    series = sub(
+        constant(1 / 12),
+        mul(inv2, sub(constant(1 / 360), mul(inv2, constant(1 / 1260)))),
+    )
+    return mul(inv, series)
+
+
+def _betaln(a: Node, b: Node) -> Node:
+    """``scipy.special.betaln``: ``lgamma(a) + lgamma(b) - lgamma(a + b)`` for
+    moderate arguments; where the larger one, ``big``, passes 1e3 the difference
+    ``lgamma(big) - lgamma(a + b)`` would cancel, so Stirling's series gives it
+    as ``-(big - 1/2) log1p(small/big) - small log(a + b) + small`` (and, where
+    ``small`` passes 1e3 too, ``lgamma(small)`` by the same series)."""
+    swap = apply("lt", a, b)  # not max/min: at a == b each keeps its slope
+    big = select(swap, b, a)
+    small = select(swap, a, b)
+    total = add(a, b)
+    direct = sub(add(apply("lgamma", a), apply("lgamma", b)), apply("lgamma", total))
+    ratio = apply("log1p", div(small, big))
+    difference = add(
+        sub(neg(mul(sub(big, constant(0.5)), ratio)), mul(small, apply("log", total))),
+        add(small, sub(_omega(big), _omega(total))),
+    )
+    half_log_2pi = constant(0.5 * math.log(2 * math.pi))
+    stirling_small = add(
+        add(
+            sub(mul(sub(small, constant(0.5)), apply("log", small)), small),
+            half_log_2pi,
+        ),
+        _omega(small),
+    )
+    lgamma_small = select(
+        apply("ge", small, constant(_LARGE)), stirling_small, apply("lgamma", small)
+    )
+    far = add(lgamma_small, difference)
+    return select(apply("ge", big, constant(_LARGE)), far, direct)
+
+
 #: ``scipy.special`` functions: name -> (arity, builder).
 _SCIPY_SPECIAL: dict[str, tuple[int, Callable[..., Node]]] = {
     "erf": (1, _op("erf")),
@@ -489,12 +536,7 @@ _SCIPY_SPECIAL: dict[str, tuple[int, Callable[..., Node]]] = {
     "gamma": (1, _op("gamma")),
     "digamma": (1, digamma),
     "psi": (1, digamma),
-    "betaln": (
-        2,
-        lambda a, b: sub(
-            add(apply("lgamma", a), apply("lgamma", b)), apply("lgamma", add(a, b))
-        ),
-    ),
+    "betaln": (2, lambda a, b: _betaln(to_float(a), to_float(b))),
     "xlogy": (2, lambda x, y: _x_times(x, y, apply("log", y))),
     "xlog1py": (2, lambda x, y: _x_times(x, y, apply("log1p", y))),
 }

@@ -96,7 +96,13 @@ def _components(x: Node, name: str) -> list[Node | None]:
             "2 or 3)",
             "give vectors of 3 components along the axis",
         )
-    S.unify(n, 3, f"{name}: incompatible dimensions for cross product")
+    S.unify(
+        n,
+        3,
+        f"{name}: incompatible dimensions for cross product: vectors whose length "
+        "is known only when the kernel runs are taken as 3-vectors; for 2-vectors "
+        "write np.cross(a[:2], b[:2]), a length symdiff knows",
+    )
     return [_at(x, last, k) for k in range(3)]
 
 
