@@ -532,3 +532,30 @@ def test_eye_of_a_dtype_and_cross_of_two_vectors():
         symdiff.jit(signed_area)(
             np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])
         )
+
+
+def order_statistics(x):
+    return np.median(x) + np.quantile(x, 0.3) + np.percentile(x, 90.0)
+
+
+def order_statistics_along(X):
+    return np.sum(np.median(X, axis=0)) + np.sum(np.quantile(X, 0.25, axis=1))
+
+
+@pytest.mark.parametrize("n", [1, 5, 6])
+def test_median_quantile_percentile(n):
+    x = np.random.default_rng(n).normal(size=n)
+    assert symdiff.jit(order_statistics)(x) == pytest.approx(order_statistics(x))
+    np.testing.assert_allclose(
+        symdiff.grad(order_statistics)(x), _fd_matrix(order_statistics, x), atol=1e-6
+    )
+    X = np.random.default_rng(n).normal(size=(4, 3))
+    assert symdiff.jit(order_statistics_along)(X) == pytest.approx(
+        order_statistics_along(X)
+    )
+    np.testing.assert_allclose(
+        symdiff.grad(order_statistics_along)(X),
+        _fd_matrix(order_statistics_along, X),
+        atol=1e-6,
+    )
+    assert np.isnan(symdiff.jit(order_statistics)(np.array([1.0, np.nan, 3.0])))

@@ -16,12 +16,14 @@ from collections.abc import Callable
 import numpy as np
 
 from symdiff.frontend.arrays import (
+    SliceValue,
     Unsupported,
     _axis_list,
     _flat,
     _none,
     array,
     flag,
+    index,
     refuse,
     require_nonempty,
 )
@@ -263,7 +265,119 @@ def _allclose(
     return B.apply("eq", misses, constant(0))
 
 
+# -- median, quantile, percentile -----------------------------------------------------
+def _order_statistic(
+    a: Value, axis: Value | None, keepdims: Value | None, name: str
+) -> tuple[Node, int, Node]:
+    """``a`` sorted along ``axis`` (the flattened array for None), the axis, and
+    its length as an int node; NumPy's NaN result where a NaN is present."""
+    if flag(keepdims, "keepdims"):
+        raise Unsupported(f"{name}: `keepdims` is not supported", "leave it out")
+    x = array(a)
+    if _none(axis):
+        x = _flat(x)
+    if not x.shape:
+        x = A.reshape(x, (1,))
+    ax = 0 if _none(axis) else _axis_list(axis, len(x.shape), name)[0]
+    n = x.shape[ax]
+    require_nonempty(n, f"{name} of an empty array", "give it at least one element")
+    return A.sort(B.to_float(x), ax, name), ax, A.dim(n)
+
+
+def _element(sorted_: Node, ax: int, k: Node) -> Node:
+    full = Static(SliceValue(None, None, None))
+    return index(sorted_, (*(full,) * ax, k))
+
+
+def _with_nan(x_sorted: Node, ax: int, value: Node) -> Node:
+    """NaN where the sorted data ends in NaN (NaNs sort last), as NumPy gives."""
+    last = B.sub(A.dim(x_sorted.shape[ax]), constant(1))
+    tail = _element(x_sorted, ax, last)
+    return B.select(_isnan(tail), tail, value)
+
+
+def _median(
+    a: Value,
+    axis: Value | None = None,
+    out: Value | None = None,
+    overwrite_input: Value | None = None,
+    keepdims: Value | None = None,
+) -> Node:
+    """``np.median``: the mean of the two middle elements of the sorted data
+    (one for an odd length); its slope goes to them, half each."""
+    refuse("np.median", out=out)
+    s, ax, n = _order_statistic(a, axis, keepdims, "np.median")
+    lo = B.apply("floordiv", B.sub(n, constant(1)), constant(2))
+    hi = B.apply("floordiv", n, constant(2))
+    middle = B.mul(constant(0.5), B.add(_element(s, ax, lo), _element(s, ax, hi)))
+    return _with_nan(s, ax, middle)
+
+
+def _quantile_of(
+    a: Value, q: Value, axis: Value | None, keepdims: Value | None, name: str
+) -> Node:
+    """The ``q``-quantile (``0 <= q <= 1``) by NumPy's default, linear
+    interpolation between the sorted elements at ``q * (n - 1)``."""
+    qn = array(q, "`q`")
+    if qn.shape:
+        raise Unsupported(
+            f"{name}: `q` must be one number here",
+            "call it once per quantile: [np.quantile(x, q) for q in (0.1, 0.9)]",
+        )
+    s, ax, n = _order_statistic(a, axis, keepdims, name)
+    last = B.sub(n, constant(1))
+    h = B.mul(B.to_float(qn), B.to_float(last))
+    lo = B.apply(
+        "max", B.apply("min", B.truncate(B.apply("floor", h)), last), constant(0)
+    )
+    hi = B.apply("min", B.add(lo, constant(1)), last)
+    frac = B.sub(h, B.to_float(lo))
+    below, above = _element(s, ax, lo), _element(s, ax, hi)
+    return _with_nan(s, ax, B.add(below, B.mul(frac, B.sub(above, below))))
+
+
+def _quantile(
+    a: Value,
+    q: Value,
+    axis: Value | None = None,
+    out: Value | None = None,
+    overwrite_input: Value | None = None,
+    method: Value | None = None,
+    keepdims: Value | None = None,
+) -> Node:
+    """``np.quantile`` with the default method ("linear")."""
+    refuse("np.quantile", out=out)
+    _linear_only(method, "np.quantile")
+    return _quantile_of(a, q, axis, keepdims, "np.quantile")
+
+
+def _percentile(
+    a: Value,
+    q: Value,
+    axis: Value | None = None,
+    out: Value | None = None,
+    overwrite_input: Value | None = None,
+    method: Value | None = None,
+    keepdims: Value | None = None,
+) -> Node:
+    """``np.percentile``: ``np.quantile`` of ``q / 100``."""
+    refuse("np.percentile", out=out)
+    _linear_only(method, "np.percentile")
+    fraction = B.div(B.to_float(array(q, "`q`")), constant(100.0))
+    return _quantile_of(a, fraction, axis, keepdims, "np.percentile")
+
+
+def _linear_only(method: Value | None, name: str) -> None:
+    if not (_none(method) or (isinstance(method, Static) and method.obj == "linear")):
+        raise Unsupported(
+            f"{name}: only method='linear' (the default) is supported", "leave it out"
+        )
+
+
 _NUMPY: dict[str, Builder] = {
+    "median": _median,
+    "quantile": _quantile,
+    "percentile": _percentile,
     "argmax": _arg_extreme("amax", "np.argmax"),
     "argmin": _arg_extreme("amin", "np.argmin"),
     "sort": _sort,
