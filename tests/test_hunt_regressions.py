@@ -13,6 +13,7 @@ import pytest
 
 import symdiff
 from symdiff.errors import SymdiffError
+from tests.checks import fd_derivative
 
 
 def running_min_of_inf(x):
@@ -415,14 +416,9 @@ def heads(X, W, h: int):
     return np.sum(np.tanh(s))
 
 
-def _fd_matrix(fn, X, *rest, eps=1e-6):
-    out = np.zeros(X.size)
-    for k in range(X.size):
-        E = np.zeros(X.size)
-        E[k] = eps
-        E = E.reshape(X.shape)
-        out[k] = (fn(X + E, *rest) - fn(X - E, *rest)) / (2 * eps)
-    return out.reshape(X.shape)
+def _fd_matrix(fn, X, *rest):
+    """d fn / d X by central differences (tests/checks.py)."""
+    return fd_derivative(fn, (X, *rest), 0)
 
 
 def test_numpy_norm_orders_ufunc_names_nan_to_num_and_head_reshapes():
@@ -506,7 +502,8 @@ def test_kernel_text_is_the_same_from_any_folder(monkeypatch, tmp_path):
     here = symdiff.jit(cube).source
     monkeypatch.chdir(tmp_path)
     assert symdiff.jit(cube).source == here
-    assert here.splitlines()[0].endswith("(tests/test_hunt_regressions.py:99)")
+    line = cube.__code__.co_firstlineno
+    assert here.splitlines()[0].endswith(f"(tests/test_hunt_regressions.py:{line})")
 
 
 def lennard_jones(r):

@@ -9,15 +9,12 @@ import pytest
 
 import symdiff
 from symdiff.errors import SymdiffError
+from tests.checks import fd_derivative
 
 
-def _fd(fn, x, *rest, eps=1e-6):
-    return np.array(
-        [
-            (fn(x + eps * e, *rest) - fn(x - eps * e, *rest)) / (2 * eps)
-            for e in np.eye(len(x))
-        ]
-    )
+def _fd(fn, x, *rest):
+    """d fn / d x by central differences (tests/checks.py)."""
+    return fd_derivative(fn, (x, *rest), 0)
 
 
 def assemble_stiffness(k, nodes):

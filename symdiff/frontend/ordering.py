@@ -336,35 +336,27 @@ def _quantile_of(
     return _with_nan(s, ax, B.add(below, B.mul(frac, B.sub(above, below))))
 
 
-def _quantile(
-    a: Value,
-    q: Value,
-    axis: Value | None = None,
-    out: Value | None = None,
-    overwrite_input: Value | None = None,
-    method: Value | None = None,
-    keepdims: Value | None = None,
-) -> Node:
-    """``np.quantile`` with the default method ("linear")."""
-    refuse("np.quantile", out=out)
-    _linear_only(method, "np.quantile")
-    return _quantile_of(a, q, axis, keepdims, "np.quantile")
+def _quantile_builder(percent: bool) -> Builder:
+    """``np.quantile`` (``percent``: ``np.percentile``, of ``q / 100``) with the
+    default method ("linear")."""
+    name = "np.percentile" if percent else "np.quantile"
 
+    def build(
+        a: Value,
+        q: Value,
+        axis: Value | None = None,
+        out: Value | None = None,
+        overwrite_input: Value | None = None,
+        method: Value | None = None,
+        keepdims: Value | None = None,
+    ) -> Node:
+        refuse(name, out=out)
+        _linear_only(method, name)
+        if percent:
+            q = B.div(B.to_float(array(q, "`q`")), constant(100.0))
+        return _quantile_of(a, q, axis, keepdims, name)
 
-def _percentile(
-    a: Value,
-    q: Value,
-    axis: Value | None = None,
-    out: Value | None = None,
-    overwrite_input: Value | None = None,
-    method: Value | None = None,
-    keepdims: Value | None = None,
-) -> Node:
-    """``np.percentile``: ``np.quantile`` of ``q / 100``."""
-    refuse("np.percentile", out=out)
-    _linear_only(method, "np.percentile")
-    fraction = B.div(B.to_float(array(q, "`q`")), constant(100.0))
-    return _quantile_of(a, fraction, axis, keepdims, "np.percentile")
+    return build
 
 
 def _linear_only(method: Value | None, name: str) -> None:
@@ -376,8 +368,8 @@ def _linear_only(method: Value | None, name: str) -> None:
 
 _NUMPY: dict[str, Builder] = {
     "median": _median,
-    "quantile": _quantile,
-    "percentile": _percentile,
+    "quantile": _quantile_builder(False),
+    "percentile": _quantile_builder(True),
     "argmax": _arg_extreme("amax", "np.argmax"),
     "argmin": _arg_extreme("amin", "np.argmin"),
     "sort": _sort,
