@@ -135,6 +135,55 @@ def bare_return(x):
     return x
 
 
+def kw_not_a_dict(x):
+    return np.sum(x, **x)
+
+
+def add_at_stretched(x):
+    out = np.zeros((3, 1))
+    np.add.at(out, [0, 1], np.ones((2, 4)))
+    return np.sum(out) * x[0]
+
+
+def add_at_of_an_expression(x):
+    np.add.at(x * 2, [0], 1.0)
+    return np.sum(x)
+
+
+def norm_over_three_axes(x):
+    return np.linalg.norm(np.ones((2, 2, 2)) * x[0], 1, axis=(0, 1, 2))
+
+
+def write_two_run_time_slices(x, n: int):
+    A = np.zeros((n, n))
+    for i in range(n):
+        A[i:, i:] = x[0]
+    return np.sum(A)
+
+
+def fill_diagonal_of_a_rectangle(X):
+    M = X.copy()
+    np.fill_diagonal(M, 1.0)
+    return np.sum(M)
+
+
+def positions_stretched(x):
+    y = np.zeros((3, 1)) + x[0]
+    y[[0, 2]] = np.ones((2, 4))
+    return np.sum(y)
+
+
+def several_quantiles(x):
+    return np.sum(np.quantile(x, np.array([0.1, 0.9])))
+
+
+def range_of_a_power(x, k: int):
+    s = 0.0
+    for _ in range(2**k):
+        s += x[0]
+    return s
+
+
 V3 = np.array([1.0, -2.0, 3.0])
 M3 = np.arange(9.0).reshape(3, 3) + np.eye(3)
 
@@ -214,6 +263,15 @@ CASES = [
     (ordering_strings, (1.0,), "`<` between `str` and `str`", "== or !="),
     (identity_of_numbers, (1.0, 2.0), "`is` between numbers", "`x is None`"),
     (raise_on_every_path, (1.0,), "this `raise` runs for these arguments", "raises"),
+    (kw_not_a_dict, (V3,), "`**x` must unpack a dict", "one by one"),
+    (add_at_stretched, (V3,), "np.add.at: could not broadcast", "one value per"),
+    (add_at_of_an_expression, (V3,), "it must be a variable", "name the array"),
+    (norm_over_three_axes, (V3,), "over more than two axes", "one axis"),
+    (write_two_run_time_slices, (V3, 3), "a write to two slices", "one axis"),
+    (fill_diagonal_of_a_rectangle, (np.ones((2, 3)),), "may not be square", "min("),
+    (positions_stretched, (V3,), "into the indexed elements", "a number"),
+    (several_quantiles, (V3,), "`q` must be one number", "once per quantile"),
+    (range_of_a_power, (V3, 2), "`range` bounds must be integers", "1 << k"),
 ]
 
 

@@ -931,6 +931,18 @@ def _cast(node: Node, dtype: str) -> Node:
     )
 
 
+def stored(value: Node, dtype: str) -> Node:
+    """``value`` as an array of ``dtype`` stores it: a float toward zero into
+    ints (slope 0), its truth into bools, an int or bool as a float."""
+    if value.dtype == dtype:
+        return value
+    if dtype == "bool":
+        return B.truth(value)
+    if dtype == "float64":
+        return B.to_float(value)
+    return B.truncate(value) if value.dtype == "float64" else B.to_int(value)
+
+
 def _like(value: float | None) -> Builder:
     """``np.zeros_like`` (``value`` 0), ``np.ones_like`` (1), ``np.empty_like``
     (0: its contents are unspecified, zeros are one choice) and, for ``None``,
@@ -1145,10 +1157,7 @@ def _eye(
     rows = length(n, "np.eye's size")
     cols = rows if m is None or (isinstance(m, Static) and m.obj is None) else length(m)
     eye = A.eye(rows, cols, 0 if k is None else static_int(k, "`k`"))
-    kind = _dtype(dtype, "float64")  # ~np.eye(n, dtype=bool): off the diagonal
-    if kind == "bool":
-        return B.truth(eye)
-    return B.truncate(eye) if kind == "int64" else eye
+    return stored(eye, _dtype(dtype, "float64"))  # ~np.eye(n, dtype=bool)
 
 
 def _np_array(value: Value, dtype: Value | None = None) -> Node:
@@ -2179,7 +2188,8 @@ def add_at(x: Node, items: list[Value], value: Node, what: str) -> Node:
             raise Unsupported(
                 f"{what}: could not broadcast the values of shape "
                 f"{S.format_shape(value.shape)} to the indexed elements, of shape "
-                f"{S.format_shape(result)}"
+                f"{S.format_shape(result)}",
+                "give one value per position, or a number",
             )
         value = B.broadcast_to(value, result)
     rows = A.transpose(value, A.inverse(plan.place))

@@ -107,45 +107,25 @@ def _sort_axis(
     return x, _axis_list(ax, len(x.shape), name)[0]
 
 
-def _sort(
-    a: Value,
-    axis: Value | None = None,  # the last axis; `axis=None` flattens
-    kind: Value | None = None,
-    order: Value | None = None,
-    *,
-    stable: Value | None = None,
-) -> Node:
-    """``np.sort``: ascending along ``axis`` (the last by default, the
-    flattened array for ``axis=None``), NaNs last.  Its derivative takes each
-    sorted element's adjoint back to where the element came from."""
-    x, ax = _sort_axis(a, axis, kind, order, "np.sort")
-    return A.sort(x, ax)
+def _sorting(op: Callable[[Node, int], Node], name: str) -> Builder:
+    """``np.sort`` (``op`` A.sort: ascending, NaNs last; each sorted element's
+    adjoint goes back to where it came from) and ``np.argsort`` (A.argsort: the
+    positions that sort, equal elements in their order, NumPy's
+    ``kind="stable"``), along ``axis``: the last by default, the flattened array
+    for ``axis=None``.  The methods are the same builders (``x`` first)."""
 
+    def build(
+        a: Value,
+        axis: Value | None = None,  # the last axis; `axis=None` flattens
+        kind: Value | None = None,
+        order: Value | None = None,
+        *,
+        stable: Value | None = None,
+    ) -> Node:
+        x, ax = _sort_axis(a, axis, kind, order, name)
+        return op(x, ax)
 
-def _argsort(
-    a: Value,
-    axis: Value | None = None,  # the last axis; `axis=None` flattens
-    kind: Value | None = None,
-    order: Value | None = None,
-    *,
-    stable: Value | None = None,
-) -> Node:
-    """``np.argsort``: the positions that sort ``a`` along ``axis``; equal
-    elements keep their order (NumPy's ``kind="stable"``; its default sort may
-    order ties otherwise)."""
-    x, ax = _sort_axis(a, axis, kind, order, "np.argsort")
-    return A.argsort(x, ax)
-
-
-def _method_argsort(
-    x: Node,
-    axis: Value | None = None,  # the last axis; `axis=None` flattens
-    kind: Value | None = None,
-    order: Value | None = None,
-    *,
-    stable: Value | None = None,
-) -> Node:
-    return _argsort(x, axis, kind, order, stable=stable)
+    return build
 
 
 # -- interp ----------------------------------------------------------------------------
@@ -372,8 +352,8 @@ _NUMPY: dict[str, Builder] = {
     "percentile": _quantile_builder(True),
     "argmax": _arg_extreme("amax", "np.argmax"),
     "argmin": _arg_extreme("amin", "np.argmin"),
-    "sort": _sort,
-    "argsort": _argsort,
+    "sort": _sorting(A.sort, "np.sort"),
+    "argsort": _sorting(A.argsort, "np.argsort"),
     "interp": _interp,
     "isclose": _isclose,
     "allclose": _allclose,
@@ -388,5 +368,5 @@ FUNCTIONS: dict[int, tuple[str, Builder]] = {
 METHODS: dict[str, Builder] = {
     "argmax": _arg_extreme("amax", ".argmax()"),
     "argmin": _arg_extreme("amin", ".argmin()"),
-    "argsort": _method_argsort,
+    "argsort": _sorting(A.argsort, ".argsort()"),
 }

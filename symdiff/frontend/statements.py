@@ -393,7 +393,7 @@ class StatementLowering:
             base = as_list(B.to_float(base))
         elif base.dtype != "float64" and isinstance(value, Node):
             # a NumPy int array truncates what is stored (no derivative)
-            value = _stored(value, base.dtype)
+            value = AR.stored(value, base.dtype)
         outer, self.current = self.current, target  # the checks' line
         try:
             updated = self.updated(base, key, value, mode)
@@ -501,7 +501,7 @@ class StatementLowering:
             part = self.expr(inner)
             assert isinstance(part, Node)
         elif part.dtype != "float64" and isinstance(value, Node):
-            value = _stored(value, part.dtype)
+            value = AR.stored(value, part.dtype)
         outer, self.current = self.current, target
         try:
             part = self.updated(part, key, value, mode)
@@ -1000,16 +1000,6 @@ def _rooted(target: ast.Subscript) -> bool:
 def _float_value(value: Value) -> bool:
     node = value.data if isinstance(value, Masked) else value
     return isinstance(node, Node) and node.dtype == "float64"
-
-
-def _stored(value: Node, dtype: str) -> Node:
-    """``value`` as an array of ``dtype`` stores it: a float toward zero into
-    ints, its truth into bools."""
-    if value.dtype == dtype:
-        return value
-    if dtype == "bool":
-        return B.truth(value)
-    return B.truncate(value) if value.dtype == "float64" else B.to_int(value)
 
 
 def _as_load(target: ast.expr) -> ast.expr:
