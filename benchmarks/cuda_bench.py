@@ -12,6 +12,12 @@ device:
 - a hand-written numba-cuda grid-stride kernel doing the same, also allocating
   its output per call;
 - the same symdiff call with host (NumPy) arrays: copies in and out included;
+- the kernels alone: symdiff's generated kernel and the hand-written one
+  launched into a preallocated output (no allocation, no Python wrapper), which
+  separates the kernel's throughput from the per-call costs;
+- the hand-written kernel in float32 at the largest size: where it is much faster
+  than the float64 one, the float64 kernels are bound by the GPU's float64
+  arithmetic (sin, cos, log, exp and a division per point), not by memory;
 - the bandwidth: a copy kernel (``out[i] = a[i]``, 16 bytes per element) at each
   size; the largest size's figure is the GPU's measured bandwidth.
 
@@ -28,6 +34,7 @@ numba-cuda or a GPU (or under the simulator) it says so and exits 0.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -81,6 +88,28 @@ def kernels():
             out[i] = point(u[i])
 
     return copy, hand_grad
+
+
+def hand_kernel_32():
+    """The hand-written kernel in float32 (math.* of a float32 is float32 in
+    numba-cuda): the float64 kernels' arithmetic cost, by contrast."""
+    global cuda
+    from numba import cuda, float32
+
+    @cuda.jit(device=True)
+    def point(u):
+        v = u * u
+        w = math.sin(v)
+        x = math.log(v)
+        z = math.exp(w * x)
+        return (z * x * math.cos(v) + z * w / v) * float32(2.0) * u
+
+    @cuda.jit
+    def hand_grad_32(u, out):
+        for i in range(cuda.grid(1), u.shape[0], cuda.gridsize(1)):
+            out[i] = point(u[i])
+
+    return hand_grad_32
 
 
 def hand_rosen_kernel():
@@ -169,8 +198,11 @@ def report(sizes: list[int], rounds: int) -> str:
     lines = [
         f"cuda: {name}, {sms} SMs; gradient of z(u), float64, arrays on the "
         f"device; median of {rounds}",
+        "calls: as a NumPy function (output allocated per call); kernels: launched "
+        "into a preallocated output",
         f"{'points':>11} {'copy GB/s':>10} {'symdiff ms':>11} {'hand ms':>9} "
-        f"{'sd/hand':>8} {'sd GB/s':>8} {'of bw':>6} {'host-arrays ms':>15}",
+        f"{'sd/hand':>8} {'sd GB/s':>8} {'of bw':>6} {'sd kernel ms':>13} "
+        f"{'hand kernel ms':>15} {'kernel of bw':>13} {'host-arrays ms':>15}",
     ]
     best = 0.0
     rows = []
@@ -180,6 +212,9 @@ def report(sizes: list[int], rounds: int) -> str:
         out = cuda.device_array(n)
         got = sym(u).copy_to_host()
         np.testing.assert_allclose(got[:1000], cpu(host[:1000]), rtol=1e-12)
+        # the generated kernel itself (numba-cuda's dispatcher of the loop that
+        # symdiff launched: a private attribute, read by this benchmark only)
+        generated = sym._current()[1].dispatcher
 
         def hand(u=u, n=n):
             launch(hand_grad, n, u, cuda.device_array(n))
@@ -188,20 +223,37 @@ def report(sizes: list[int], rounds: int) -> str:
         t_copy = median_time(lambda u=u, out=out, n=n: launch(copy, n, u, out), rounds)
         t_sym = median_time(lambda u=u: sym(u), rounds)
         t_hand = median_time(hand, rounds)
+        t_sym_k = median_time(
+            lambda u=u, out=out, n=n, k=generated: launch(k, n, u, out), rounds
+        )
+        t_hand_k = median_time(
+            lambda u=u, out=out, n=n: launch(hand_grad, n, u, out), rounds
+        )
         t_host = median_time(lambda host=host: sym(host), max(3, rounds // 4))
         bw = bytes_moved / t_copy
         best = max(best, bw)
-        rows.append((n, bw, t_sym, t_hand, t_host))
-    for n, bw, t_sym, t_hand, t_host in rows:
+        rows.append((n, bw, t_sym, t_hand, t_sym_k, t_hand_k, t_host))
+    for n, bw, t_sym, t_hand, t_sym_k, t_hand_k, t_host in rows:
         rate = 16 * n / t_sym
         lines.append(
             f"{n:>11} {bw / 1e9:>10.0f} {t_sym * 1e3:>11.3f} {t_hand * 1e3:>9.3f} "
             f"{t_sym / t_hand:>7.2f}x {rate / 1e9:>8.0f} {rate / best:>6.2f} "
-            f"{t_host * 1e3:>15.2f}"
+            f"{t_sym_k * 1e3:>13.3f} {t_hand_k * 1e3:>15.3f} "
+            f"{16 * n / t_sym_k / best:>13.2f} {t_host * 1e3:>15.2f}"
         )
     lines.append(
         f"measured bandwidth (copy kernel, largest size): {best / 1e9:.0f} GB/s; "
         "'of bw' = symdiff's bytes/s over it (goal >= 0.8)"
+    )
+    n = sizes[-1]
+    u32 = cuda.to_device(rng.uniform(0.1, 3.0, n).astype(np.float32))
+    out32 = cuda.device_array(n, dtype=np.float32)
+    hand_32 = hand_kernel_32()
+    t_32 = median_time(lambda: launch(hand_32, n, u32, out32), rounds)
+    lines.append(
+        f"the hand kernel in float32, {n} points: {t_32 * 1e3:.3f} ms "
+        f"({8 * n / t_32 / best:.2f} of bw): the float64 kernels' time is their "
+        "float64 arithmetic where this is much less"
     )
     lines += array_report([n for n in sizes if n <= 10**7], rounds, best, sms)
     return "\n".join(lines)

@@ -293,7 +293,9 @@ class Vectorized:
         else:
             outs = self._cuda(plan, names, arrays, on_device, tuple(one), shape)
         if any(on_device) and shape:
-            shaped = [o.reshape(shape) for o in outs]
+            # (numba-cuda's reshape makes a new array object even to the same
+            # shape: a few microseconds a call, skipped for flat outputs)
+            shaped = [o if o.shape == shape else o.reshape(shape) for o in outs]
         else:
             shaped = [_host(o).reshape(shape)[()] for o in outs]
         if not isinstance(kernel.returns, tuple):

@@ -77,7 +77,41 @@ def numba_cuda() -> Any:
             f"target='cuda' needs numba-cuda, which is not installed ({exc}); "
             f"{INSTALL_HINT}"
         ) from None
+    _load_cuda_registries(cuda)
     return cuda
+
+
+_registries_loaded = False
+
+
+def _load_cuda_registries(cuda: Any) -> None:
+    """Load numba-cuda's typing and lowering registries once, with NumPy
+    aliases it still names where the installed NumPy removed them.
+
+    numba-cuda (0.30 and earlier) registers an implementation for
+    ``np.row_stack`` when it first compiles a kernel; NumPy 2.5 removed that
+    alias of ``np.vstack``, so every CUDA compile failed with ``AttributeError:
+    module 'numpy' has no attribute 'row_stack'``.  The first compile (a
+    one-line device function, to PTX: no GPU needed) runs with the alias in
+    place; it is removed again at once, so NumPy is left as it was.  Nothing is
+    done in the simulator, which loads no registries, or where NumPy has the
+    alias.
+    """
+    global _registries_loaded
+    if _registries_loaded:
+        return
+    _registries_loaded = True
+    if hasattr(np, "row_stack") or getattr(cuda.config, "ENABLE_CUDASIM", False):
+        return
+    np.row_stack = np.vstack  # type: ignore[attr-defined]
+    try:
+        cuda.compile_ptx(_identity, "(float64,)", device=True, cc=DEFAULT_CC)
+    finally:
+        del np.row_stack  # type: ignore[attr-defined]
+
+
+def _identity(value: float) -> float:
+    return value
 
 
 def simulated() -> bool:
