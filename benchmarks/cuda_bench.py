@@ -12,6 +12,7 @@ device:
 - a hand-written numba-cuda grid-stride kernel doing the same, also allocating
   its output per call;
 - the same symdiff call with host (NumPy) arrays: copies in and out included;
+- the same symdiff call with ``out=`` a preallocated device array (no allocation);
 - the kernels alone: symdiff's generated kernel and the hand-written one
   launched into a preallocated output (no allocation, no Python wrapper), which
   separates the kernel's throughput from the per-call costs;
@@ -198,10 +199,11 @@ def report(sizes: list[int], rounds: int) -> str:
     lines = [
         f"cuda: {name}, {sms} SMs; gradient of z(u), float64, arrays on the "
         f"device; median of {rounds}",
-        "calls: as a NumPy function (output allocated per call); kernels: launched "
-        "into a preallocated output",
+        "calls: as a NumPy function (output allocated per call); out=: the call "
+        "writing into a preallocated output; kernels: launched into it",
         f"{'points':>11} {'copy GB/s':>10} {'symdiff ms':>11} {'hand ms':>9} "
-        f"{'sd/hand':>8} {'sd GB/s':>8} {'of bw':>6} {'sd kernel ms':>13} "
+        f"{'sd/hand':>8} {'sd GB/s':>8} {'of bw':>6} {'out= ms':>10} "
+        f"{'out= of bw':>10} {'sd kernel ms':>13} "
         f"{'hand kernel ms':>15} {'kernel of bw':>13} {'host-arrays ms':>15}",
     ]
     best = 0.0
@@ -222,6 +224,7 @@ def report(sizes: list[int], rounds: int) -> str:
         bytes_moved = 16 * n
         t_copy = median_time(lambda u=u, out=out, n=n: launch(copy, n, u, out), rounds)
         t_sym = median_time(lambda u=u: sym(u), rounds)
+        t_sym_out = median_time(lambda u=u, out=out: sym(u, out=out), rounds)
         t_hand = median_time(hand, rounds)
         t_sym_k = median_time(
             lambda u=u, out=out, n=n, k=generated: launch(k, n, u, out), rounds
@@ -232,12 +235,13 @@ def report(sizes: list[int], rounds: int) -> str:
         t_host = median_time(lambda host=host: sym(host), max(3, rounds // 4))
         bw = bytes_moved / t_copy
         best = max(best, bw)
-        rows.append((n, bw, t_sym, t_hand, t_sym_k, t_hand_k, t_host))
-    for n, bw, t_sym, t_hand, t_sym_k, t_hand_k, t_host in rows:
+        rows.append((n, bw, t_sym, t_hand, t_sym_out, t_sym_k, t_hand_k, t_host))
+    for n, bw, t_sym, t_hand, t_sym_out, t_sym_k, t_hand_k, t_host in rows:
         rate = 16 * n / t_sym
         lines.append(
             f"{n:>11} {bw / 1e9:>10.0f} {t_sym * 1e3:>11.3f} {t_hand * 1e3:>9.3f} "
             f"{t_sym / t_hand:>7.2f}x {rate / 1e9:>8.0f} {rate / best:>6.2f} "
+            f"{t_sym_out * 1e3:>10.3f} {16 * n / t_sym_out / best:>10.2f} "
             f"{t_sym_k * 1e3:>13.3f} {t_hand_k * 1e3:>15.3f} "
             f"{16 * n / t_sym_k / best:>13.2f} {t_host * 1e3:>15.2f}"
         )

@@ -103,6 +103,13 @@ def vectorize(fun: Any = OMITTED, *, target: str | None = None) -> Any:
         give Dask arrays, computed chunk by chunk.  Static arguments (a string,
         None: ``mode="sq"``) are passed as they are, not as arrays, and the
         kernel is specialised to them.  ``.source`` shows the generated loop.
+        ``out=`` (as a ufunc takes it, unless the function has a parameter of
+        that name): an array, or a tuple of one per output (in the order of the
+        flattened result), of the broadcast shape (or a larger one the
+        arguments broadcast to); the results are written into it and it is
+        returned.  NumPy arrays are cast under the 'same_kind' rule; device
+        arrays (``target="cuda"``) must have the output's dtype and are written
+        in place by the kernel, so a call allocates nothing.
 
     Examples
     --------
@@ -228,12 +235,14 @@ class Vectorized:
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         compiled = self._compiled
+        # `out=`, as a ufunc takes it, unless the function has a parameter `out`
+        out = kwargs.pop("out", None) if "out" not in self._params else None
         if self._bound_args or self._bound_kwargs:
             args = (*self._bound_args, *args)
             kwargs = {**self._bound_kwargs, **kwargs}
         if kwargs or len(args) != compiled._nparams:
             args = compiled._bind(args, kwargs)
-        result = self._run(args)
+        result = self._run(args, out)
         tree = self._tree
         if tree is None:
             return result
@@ -241,11 +250,17 @@ class Vectorized:
         # transform gives them
         return compiled._restructuring(lambda: result, tree)()
 
-    def _run(self, args: tuple[Any, ...]) -> Any:
+    def _run(self, args: tuple[Any, ...], out: Any = None) -> Any:
         """The call with every argument, in the order of the parameters: the
-        static ones as they are, the others batched."""
+        static ones as they are, the others batched; the results written into
+        ``out`` (an array, or a sequence of one per output) when it is given."""
         static = tuple(_static_kind(a) for a in args)
         if any(hasattr(a, "__dask_graph__") for a in args):
+            if out is not None:
+                raise ArgumentError(
+                    f"out= cannot be given to `{self._name}` with Dask arrays: Dask "
+                    "makes its own result arrays (store them with dask.array.store)"
+                )
             return self._dask(args, static)
         batched = [k for k, kind in enumerate(static) if kind is None]
         names = [self._params[k] for k in batched]
@@ -265,6 +280,10 @@ class Vectorized:
         shape = arrays[0].shape if arrays else ()
         if any(a.shape != shape for a in arrays):
             shape = _broadcast_shape(self._name, names, arrays)
+        given_outs = None
+        if out is not None:
+            given_outs = _out_arrays(self._name, out)
+            shape = _out_shape(self._name, given_outs, shape)
         size = math.prod(shape)
         one = [a.size == 1 and size != 1 for a in arrays]
         kinds = [kind or "" for kind in static]
@@ -275,12 +294,24 @@ class Vectorized:
         kernel, loop, in_types, out_types = plan
         self._last = plan
         self._tree = kernel.traced.output_tree
+        if given_outs is not None and len(given_outs) != len(out_types):
+            raise ArgumentError(
+                f"out= of `{self._name}` has {len(given_outs)} array(s); its result "
+                f"has {len(out_types)} (give a tuple of one array per output, in "
+                "the order of the flattened result)"
+            )
         if isinstance(loop, _Loop):
             flat = [
                 _flat(a, shape, t, s)
                 for a, t, s in zip(arrays, in_types, one, strict=True)
             ]
-            outs: list[Any] = [np.empty(size, t) for t in out_types]
+            if given_outs is None:
+                outs: list[Any] = [np.empty(size, t) for t in out_types]
+            else:
+                outs = [
+                    _host_out(self._name, o, t, size, flat)
+                    for o, t in zip(given_outs, out_types, strict=True)
+                ]
             if size and outs:
                 try:
                     loop.compiled(*flat, *outs)
@@ -291,8 +322,14 @@ class Vectorized:
                     loop.python(*flat, *outs)
                     raise
         else:
-            outs = self._cuda(plan, names, arrays, on_device, tuple(one), shape)
-        if any(on_device) and shape:
+            outs = self._cuda(
+                plan, names, arrays, on_device, tuple(one), shape, given_outs
+            )
+        if given_outs is not None:
+            # the results are the arrays given, as a ufunc's with out=
+            _copy_back(given_outs, outs, shape)
+            shaped = given_outs
+        elif any(on_device) and shape:
             # (numba-cuda's reshape makes a new array object even to the same
             # shape: a few microseconds a call, skipped for flat outputs)
             shaped = [o if o.shape == shape else o.reshape(shape) for o in outs]
@@ -311,10 +348,12 @@ class Vectorized:
         on_device: list[bool],
         scalar: tuple[bool, ...],
         shape: tuple[int, ...],
+        given_outs: list[Any] | None = None,
     ) -> list[Any]:
         """Run the CUDA kernel on the batched arguments (``names``): host arrays
         are copied in, device arrays checked and used in place; the outputs are
-        device arrays."""
+        device arrays (those of ``given_outs`` that are device arrays, written in
+        place; new ones for the others)."""
         from symdiff.backend import cuda
 
         _, loop, in_types, out_types = plan
@@ -335,7 +374,14 @@ class Vectorized:
                     "converted or broadcast (host arrays are)"
                 )
             flat.append(cuda.flat_device_array(name, a))
-        return loop.run(math.prod(shape), flat, out_types)
+        size = math.prod(shape)
+        if given_outs is None:
+            return loop.run(size, flat, out_types)
+        outs = [
+            _device_out(self._name, o, t, shape, flat) if is_device_array(o) else None
+            for o, t in zip(given_outs, out_types, strict=True)
+        ]
+        return loop.run(size, flat, out_types, outs)
 
     def _dask(self, args: tuple[Any, ...], static: tuple[str | None, ...]) -> Any:
         """Dask arrays in: the batched function applied chunk by chunk
@@ -525,6 +571,137 @@ def _flat(
     if array.shape != shape:
         array = np.broadcast_to(array, shape)
     return np.ascontiguousarray(array, dtype=dtype).reshape(-1)
+
+
+def _out_arrays(fname: str, out: Any) -> list[Any]:
+    """``out=`` as a list of arrays (host or device), checked to be arrays."""
+    given = list(out) if isinstance(out, (tuple, list)) else [out]
+    for k, o in enumerate(given):
+        if not (isinstance(o, np.ndarray) or is_device_array(o)):
+            which = f"out[{k}]" if isinstance(out, (tuple, list)) else "out"
+            raise ArgumentError(
+                f"{which} of `{fname}` is a `{type(o).__name__}`, not an array: "
+                "give a NumPy array (or a device array on target='cuda') of the "
+                "result's shape, or a tuple of them, one per output"
+            )
+    return given
+
+
+def _out_shape(fname: str, outs: list[Any], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of the call with ``out=``: the output arrays', to which the
+    arguments' broadcast ``shape`` must broadcast (as NumPy's ufuncs do)."""
+    target = tuple(outs[0].shape)
+    if any(tuple(o.shape) != target for o in outs):
+        shapes = ", ".join(str(tuple(o.shape)) for o in outs)
+        raise ArgumentError(
+            f"the arrays of out= of `{fname}` have different shapes ({shapes}); "
+            "each output has the broadcast shape of the arguments"
+        )
+    try:
+        fits = np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ArgumentError(
+            f"out= of `{fname}` has shape {target}, but the arguments broadcast "
+            f"to {shape}: give arrays of shape {shape}"
+        )
+    return target
+
+
+def _host_out(
+    fname: str, out: Any, dtype: type, size: int, inputs: list[np.ndarray]
+) -> np.ndarray:
+    """The flat array a CPU loop writes an output into: ``out`` itself (a flat
+    view) where it is C-contiguous, of the output's dtype and overlaps no input
+    but as the very same elements, else a new array, copied into ``out`` after
+    the loop (:func:`_copy_back`)."""
+    if not isinstance(out, np.ndarray):
+        raise ArgumentError(
+            f"out= of `{fname}` holds a device array; target='cpu' and "
+            "'parallel' write NumPy arrays (use target='cuda' for device arrays)"
+        )
+    _check_writable(fname, out, dtype)
+    if out.dtype == dtype and out.flags.c_contiguous:
+        view = out.reshape(-1)
+        if not any(_partial_overlap(view, a) for a in inputs):
+            return view
+    return np.empty(size, dtype)
+
+
+def _partial_overlap(out: np.ndarray, arg: np.ndarray) -> bool:
+    """Whether the loop could read an element of ``arg`` after writing ``out``
+    over it: they share memory, but not as the same elements in the same order
+    (which each iteration reads before it writes)."""
+    if not np.may_share_memory(out, arg):
+        return False
+    same = (
+        _start(out) == _start(arg)
+        and out.strides == arg.strides
+        and out.shape == arg.shape
+        and out.dtype == arg.dtype
+    )
+    return not same
+
+
+def _check_writable(fname: str, out: np.ndarray, dtype: type) -> None:
+    if not out.flags.writeable:
+        raise ArgumentError(f"out= of `{fname}` is a read-only array")
+    if not np.can_cast(dtype, out.dtype, casting="same_kind"):
+        raise ArgumentError(
+            f"out= of `{fname}` has dtype {out.dtype}, which the result "
+            f"({np.dtype(dtype)}) cannot be cast to under NumPy's 'same_kind' rule"
+        )
+
+
+def _device_out(
+    fname: str, out: Any, dtype: type, shape: tuple[int, ...], inputs: list[Any]
+) -> Any:
+    """A device array of ``out=`` as the flat array the CUDA kernel writes
+    (in place: of the output's dtype, C-contiguous, overlapping no input but
+    as the very same elements)."""
+    from symdiff.backend.cuda import device_view, flat_device_array
+
+    view = device_view(out)
+    if np.dtype(view.dtype) != np.dtype(dtype):
+        raise ArgumentError(
+            f"device array out= of `{fname}` has dtype {view.dtype}; the result is "
+            f"{np.dtype(dtype)} (device arrays are written in place, not cast)"
+        )
+    flat = flat_device_array("out", view)
+    start, stop = _device_span(flat)
+    for a in inputs:
+        a_start, a_stop = _device_span(a)
+        overlap = start < a_stop and a_start < stop
+        if overlap and (a_start, a_stop, a.dtype) != (start, stop, flat.dtype):
+            raise ArgumentError(
+                f"device array out= of `{fname}` overlaps an argument without "
+                "being the same elements: give a separate array"
+            )
+    return flat
+
+
+def _device_span(array: Any) -> tuple[int, int]:
+    """The device addresses ``[start, stop)`` of a C-contiguous device array."""
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is None:  # the simulator's device arrays hold NumPy arrays
+        interface = array.__array_interface__
+    start = int(interface["data"][0])
+    return start, start + int(array.size) * np.dtype(array.dtype).itemsize
+
+
+def _copy_back(given: list[Any], outs: list[Any], shape: tuple[int, ...]) -> None:
+    """Copy the results the loop wrote elsewhere into the ``out=`` arrays."""
+    for o, r in zip(given, outs, strict=True):
+        if is_device_array(o):
+            continue  # written in place (_device_out)
+        if isinstance(r, np.ndarray) and _start(r) == _start(o) and r.dtype == o.dtype:
+            continue  # a flat view of `o` (_host_out): written in place
+        np.copyto(o, _host(r).reshape(shape), casting="same_kind")
+
+
+def _start(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
 
 
 def _dtype(value: Any) -> np.dtype[Any]:

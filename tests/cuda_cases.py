@@ -233,11 +233,15 @@ def record_launches() -> Callable[[], None]:
     run = CudaLoop.run
 
     def recording(
-        self: CudaLoop, size: int, arrays: list[Any], out_dtypes: list[Any]
+        self: CudaLoop,
+        size: int,
+        arrays: list[Any],
+        out_dtypes: list[Any],
+        given: list[Any] | None = None,
     ) -> list[Any]:
         types = [np.dtype(a.dtype) for a in arrays] + [np.dtype(t) for t in out_dtypes]
         LAUNCHED.add((self.name, self.source, signature(types)))
-        return run(self, size, arrays, out_dtypes)
+        return run(self, size, arrays, out_dtypes, given)
 
     CudaLoop.run = recording  # type: ignore[method-assign]
 

@@ -129,6 +129,43 @@ def test_device_arrays_mix_with_host_arrays_and_numbers():
     assert_same(gx, symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)))(POS, YS)[0])
 
 
+def test_out_device_arrays_are_written_in_place():
+    """out= with device arrays: the kernel writes them (no allocation), and they
+    are the results; host arrays in out= get the results copied into them."""
+    vec = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)), target="cuda")
+    want = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)))(POS, 0.5)
+    x = cuda.to_device(POS)
+    gx, gy = cuda.device_array(POS.shape), cuda.device_array(POS.shape)
+    got = vec(x, 0.5, out=(gx, gy))
+    assert got[0] is gx and got[1] is gy
+    assert_same((gx, gy), want)
+    host_gy = np.empty(POS.shape)
+    got = vec(x, 0.5, out=(gx, host_gy))  # one on the device, one on the host
+    assert got[1] is host_gy
+    assert_same((gx, host_gy), want)
+    # the argument itself as out (each element is read before it is written)
+    one = symdiff.vectorize(symdiff.grad(smooth), target="cuda")
+    same = cuda.to_device(POS)
+    assert one(same, 0.5, out=same) is same
+    assert_same(same, want[0])
+
+
+def test_out_device_arrays_are_checked():
+    vec = symdiff.vectorize(symdiff.grad(smooth), target="cuda")
+    x = cuda.to_device(POS)
+    with pytest.raises(
+        symdiff.ArgumentError, match="device array out= of `smooth` has dtype float32"
+    ):
+        vec(x, 0.5, out=cuda.device_array(POS.shape, np.float32))
+    with pytest.raises(symdiff.ArgumentError, match="but the arguments broadcast"):
+        vec(x, 0.5, out=cuda.device_array(5))
+    both = cuda.to_device(np.concatenate([POS, [1.0]]))
+    with pytest.raises(symdiff.ArgumentError, match="overlaps an argument"):
+        vec(both[1:], 0.5, out=both[:-1])
+    with pytest.raises(symdiff.ArgumentError, match="holds a device array"):
+        symdiff.vectorize(symdiff.grad(smooth))(POS, 0.5, out=cuda.device_array(37))
+
+
 def test_device_arrays_are_not_converted_or_broadcast():
     vec = symdiff.vectorize(symdiff.grad(smooth, argnums=(0, 1)), target="cuda")
     with pytest.raises(

@@ -668,3 +668,97 @@ def test_static_arguments_on_cuda():
     np.testing.assert_array_equal(vec(xs), 2 * xs)
     np.testing.assert_array_equal(vec(xs, "lin"), [3.0, 3.0])
     assert "def with_mode_grad_cuda(x, x_bar):" in vec.source
+
+
+# -- out= ----------------------------------------------------------------------------
+@pytest.mark.parametrize("target", TARGETS)
+def test_out_receives_the_results_and_is_returned(target):
+    vec = vectorize(symdiff.grad(f2, argnums=(0, 1)), target=target)
+    x = RNG.uniform(0.5, 2.0, (3, 4))
+    want = vec(x, 0.7)
+    gx, gy = np.full((3, 4), np.nan), np.full((3, 4), np.nan)
+    got = vec(x, 0.7, out=(gx, gy))
+    assert got[0] is gx and got[1] is gy
+    np.testing.assert_array_equal(gx, want[0])
+    np.testing.assert_array_equal(gy, want[1])
+    # one output: the array itself, or a one-element tuple
+    one = np.empty((3, 4))
+    assert vectorize(symdiff.grad(f2), target=target)(x, 0.7, out=one) is one
+    np.testing.assert_array_equal(one, want[0])
+    vectorize(symdiff.grad(f2), target=target)(x, 0.7, out=[np.zeros((3, 4))])
+
+
+def test_out_in_place_strided_cast_and_broadcast():
+    g = vectorize(symdiff.grad(f2))
+    x = RNG.uniform(0.5, 2.0, 6)
+    want = g(x, 0.3)
+    # (aliased, strided or of another length, the loop may take the scalar libm
+    # path or another SIMD split than `want`'s: equal within a few ulp, see ULPS)
+    same = x.copy()  # the argument itself: each element is read before written
+    assert g(same, 0.3, out=same) is same
+    np.testing.assert_allclose(same, want, rtol=ULPS, atol=0)
+    # shifted onto its own argument: computed apart, then copied
+    z = np.concatenate([[9.0], x])
+    g(z[1:], 0.3, out=z[:-1])
+    np.testing.assert_allclose(z[:-1], want, rtol=ULPS, atol=0)
+    # every other element; float32 (same_kind cast); a larger shape
+    strided = np.zeros(12)
+    g(x, 0.3, out=strided[::2])
+    np.testing.assert_allclose(strided[::2], want, rtol=ULPS, atol=0)
+    assert not strided[1::2].any()
+    single = np.empty(6, np.float32)
+    g(x, 0.3, out=single)
+    np.testing.assert_allclose(single, want.astype(np.float32), rtol=1e-7)
+    rows = np.empty((2, 6))
+    g(x, 0.3, out=rows)
+    np.testing.assert_allclose(rows, [want, want], rtol=ULPS, atol=0)
+    scalar = np.empty(())
+    assert g(1.5, 0.3, out=scalar) is scalar
+    assert scalar[()] == g(1.5, 0.3)
+
+
+def test_out_keeps_the_result_structure():
+    def pair(x):
+        return {"a": x + 1.0, "b": 2.0 * x}
+
+    vec = vectorize(symdiff.jit(pair))
+    a, b = np.empty(3), np.empty(3)
+    got = vec(np.arange(3.0), out=(a, b))
+    assert got["a"] is a and got["b"] is b
+    np.testing.assert_array_equal(b, [0.0, 2.0, 4.0])
+
+
+def test_a_parameter_named_out_is_the_functions():
+    def scaled(x, out):
+        return x * out
+
+    np.testing.assert_array_equal(
+        vectorize(symdiff.jit(scaled))(np.arange(3.0), out=2.0), [0.0, 2.0, 4.0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        (np.empty(4), r"out= of `f2` has shape \(4,\), but the arguments broadcast"),
+        ((np.empty(5),), r"out= of `f2` has 1 array\(s\); its result has 2"),
+        ([1.0, 2.0], r"out\[0\] of `f2` is a `float`, not an array"),
+        ((np.empty(5), np.empty(6)), "have different shapes"),
+        ((np.empty(5, int), np.empty(5)), "dtype int64, which the result"),
+    ],
+)
+def test_out_errors(out, message):
+    vec = vectorize(symdiff.grad(f2, argnums=(0, 1)))
+    with pytest.raises(symdiff.ArgumentError, match=message):
+        vec(np.linspace(0.5, 1.5, 5), 0.3, out=out)
+
+
+def test_out_read_only_and_dask():
+    vec = vectorize(symdiff.grad(f2))
+    frozen = np.empty(5)
+    frozen.flags.writeable = False
+    with pytest.raises(symdiff.ArgumentError, match="read-only"):
+        vec(np.linspace(0.5, 1.5, 5), 0.3, out=frozen)
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(symdiff.ArgumentError, match="with Dask arrays"):
+        vec(da.ones(5, chunks=2), 0.3, out=np.empty(5))

@@ -192,12 +192,23 @@ class CudaLoop:
         GPU; not available in the simulator."""
         return compile_ptx(self.python, signature, cc)
 
-    def run(self, size: int, arrays: list[Any], out_dtypes: list[Any]) -> list[Any]:
+    def run(
+        self,
+        size: int,
+        arrays: list[Any],
+        out_dtypes: list[Any],
+        given: list[Any] | None = None,
+    ) -> list[Any]:
         """Run the kernel over ``size`` elements of ``arrays`` (on the device);
-        returns new device arrays of ``out_dtypes``."""
+        returns the output device arrays: those ``given`` (flat, of
+        ``out_dtypes``), new ones where it has None or is None."""
         cuda = numba_cuda()
+        given = given or [None] * len(out_dtypes)
         with _gpu_errors():
-            outs = [cuda.device_array(size, dtype=t) for t in out_dtypes]
+            outs = [
+                cuda.device_array(size, dtype=t) if g is None else g
+                for g, t in zip(given, out_dtypes, strict=True)
+            ]
             if size and outs:
                 threads, blocks = _grid(size)
                 self.dispatcher[blocks, threads](*arrays, *outs)
