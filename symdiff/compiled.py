@@ -30,7 +30,15 @@ from symdiff.frontend.source import (
     restore_source,
     signature,
 )
-from symdiff.frontend.values import TREE, static_kind, tree_structure
+from symdiff.frontend.values import (
+    NAMEDTUPLE,
+    TREE,
+    is_namedtuple,
+    namedtuple_kind,
+    static_kind,
+    static_value,
+    tree_structure,
+)
 from symdiff.ir.loops import tape_arrays
 from symdiff.ir.node import Node, topological
 from symdiff.kernel import Kernel, build_kernel
@@ -170,7 +178,7 @@ def _key(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if isinstance(a, np.ndarray)
         or (type(a) not in _NUMBER_TYPES and is_device_array(a))
         else _tree_key(a)
-        if type(a) in _CONTAINERS
+        if _is_container(a)
         else (str, a)
         if type(a) is str
         else (type(a), id(a))
@@ -184,11 +192,34 @@ _NUMBER_TYPES = frozenset((float, int, bool, np.float64, np.int64, np.bool_))
 _CONTAINERS = (tuple, list, dict)
 
 
+def _has_dict(tree: Any) -> bool:
+    """Whether an output tree (:func:`symdiff.frontend.lower.restructure`) has a
+    dict in it (else only namedtuples and tuples)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        kind, items = node
+        if kind == "dict":
+            return True
+        stack.extend(items if kind != "dict" else ())
+    return False
+
+
+def _is_container(value: Any) -> bool:
+    """A tuple, list, dict or namedtuple argument (a pytree, as JAX has them)."""
+    return type(value) in _CONTAINERS or is_namedtuple(value)
+
+
 def _items(value: Any) -> list[tuple[Any, Any]]:
     """A container argument's (key, item) pairs: a dict's in its order (JAX sorts
-    them; here the kernel's parameters follow the dict as written)."""
+    them; here the kernel's parameters follow the dict as written), a
+    namedtuple's by field."""
     if isinstance(value, dict):
         return list(value.items())
+    if is_namedtuple(value):
+        return list(zip(value._fields, value, strict=True))
     return list(enumerate(value))
 
 
@@ -199,7 +230,7 @@ def _tree_key(value: Any) -> tuple[Any, ...]:
     stack: list[Any] = [value]
     while stack:  # iterative: the user's nesting
         v = stack.pop()
-        if type(v) in _CONTAINERS:
+        if _is_container(v):
             pairs = _items(v)
             out.append((type(v), tuple(k for k, _ in pairs)))
             stack.extend(item for _, item in reversed(pairs))
@@ -214,7 +245,7 @@ def _leaves_of(value: Any) -> list[Any]:
     stack: list[Any] = [value]
     while stack:
         v = stack.pop()
-        if type(v) in _CONTAINERS:
+        if _is_container(v):
             stack.extend(item for _, item in reversed(_items(v)))
         else:
             out.append(v)
@@ -223,7 +254,7 @@ def _leaves_of(value: Any) -> list[Any]:
 
 def _structure(value: Any, leaf_kind: Callable[[str, Any], str]) -> Any:
     """A container argument as the literal a TREE kind holds."""
-    if type(value) not in _CONTAINERS:
+    if not _is_container(value):
         return leaf_kind("", value)
     # ``("dict", ((key, sub), ...))``; built bottom-up without recursion
     order: list[tuple[str, Any]] = []
@@ -231,13 +262,14 @@ def _structure(value: Any, leaf_kind: Callable[[str, Any], str]) -> Any:
     while stack:
         path, v = stack.pop()
         order.append((path, v))
-        if type(v) in _CONTAINERS:
+        if _is_container(v):
             stack.extend((f"{path}[{k!r}]", item) for k, item in _items(v))
     built: dict[str, Any] = {}
     for path, v in reversed(order):
-        if type(v) in _CONTAINERS:
+        if _is_container(v):
             items = tuple((k, built[f"{path}[{k!r}]"]) for k, _ in _items(v))
-            built[path] = (type(v).__name__, items)
+            kind = namedtuple_kind(type(v)) if is_namedtuple(v) else type(v).__name__
+            built[path] = (kind, items)
         else:
             built[path] = leaf_kind(path, v)
     return built[""]
@@ -264,6 +296,8 @@ def _rebuild_tree(structure: Any, leaves: Any) -> Any:
     values = [(k, _rebuild_tree(sub, leaves)) for k, sub in items]
     if container == "dict":
         return dict(values)
+    if container.startswith(NAMEDTUPLE):
+        return static_value(container)(*(v for _, v in values))  # type: ignore[operator]
     return (list if container == "list" else tuple)(v for _, v in values)
 
 
@@ -558,7 +592,7 @@ class Compiled:
         dtypes: list[str] = []
         casts: dict[int, Callable[[Any], Any]] = {}
         for i, value in enumerate(args):
-            if type(value) in _CONTAINERS:
+            if _is_container(value):
                 dtypes.append(self._tree_kind(value, names[i], i in wrt))
                 continue
             problem = _unsupported(value, names[i], i in wrt)
@@ -792,6 +826,8 @@ class Compiled:
             if kind == "grad":
                 return lambda *a: _with_aux(fn(*a), aux)
             return lambda *a: (lambda r: (_with_aux(r[0], aux), r[1]))(fn(*a))
+        if not _has_dict(tree):
+            return fn  # namedtuples: the derivatives of their fields, as tuples
         raise ArgumentError(
             f"{kind} of `{self.__name__}`: a dict output works with jit and as the "
             "aux value of grad and value_and_grad (has_aux=True)"

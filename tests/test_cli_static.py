@@ -65,6 +65,22 @@ CASES = textwrap.dedent(
         if mode not in ("sq", "lin", "a,b"):
             raise ValueError(f"unknown mode {mode!r}")
         return x * x * y if mode == "sq" else 2 * x + y
+
+
+    def stub(x):
+        raise NotImplementedError("todo")
+
+
+    def pick(x, mode="sq"):
+        if mode == "sq":
+            return x * x
+        raise KeyError(mode)
+
+
+    def checked(x):
+        if x < 0:
+            raise RuntimeError("negative")
+        return x * x
     """
 )
 
@@ -273,6 +289,30 @@ def test_what_the_function_raises_for_a_value_is_a_failure(command):
         "Error: `h` (static_cases.py) raised ValueError: unknown mode 'bad' "
         "(with mode='bad')"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        (
+            ("static_cases.py:stub",),
+            "Error: `stub` (static_cases.py) raised NotImplementedError: todo",
+        ),
+        (
+            ("static_cases.py:pick", "--at", "x=1,mode=cube"),
+            "Error: `pick` (static_cases.py) raised KeyError: 'cube' (with "
+            "mode='cube')",
+        ),
+        (
+            ("static_cases.py:checked", "--at", "x=-1"),
+            "Error: `checked` (static_cases.py) raised RuntimeError: negative",
+        ),
+    ],
+)
+def test_any_exception_the_function_raises_is_a_failure(args, want):
+    """Once a traceback: only ValueError, TypeError and ArithmeticError were the
+    function's own."""
+    assert error("grad", *args, code=1) == want
 
 
 def test_keyword_only_parameters_take_their_defaults():

@@ -633,7 +633,12 @@ def users_errors(
         yield
     except SymdiffError:
         raise
-    except (ArithmeticError, ValueError, TypeError) as exc:
+    except Exception as exc:
+        if not (
+            isinstance(exc, (ArithmeticError, ValueError, TypeError))
+            or raised_by_function(exc)
+        ):
+            raise
         static = [
             f"{p}={static_text(k) if point is None else format_value(point[i])}"
             for i, (p, k) in enumerate(zip(target.params, kinds, strict=True))
@@ -643,6 +648,18 @@ def users_errors(
         raise Failure(
             f"{target.label} raised {type(exc).__name__}: {exc}{where}"
         ) from None
+
+
+def raised_by_function(exc: BaseException) -> bool:
+    """Whether the user's function raised ``exc`` (its own ``raise``): while it
+    was traced (symdiff marks the exception it raises for it) or in a kernel
+    (raised on a line of generated code)."""
+    if getattr(exc, "symdiff_raised_by_function", False):
+        return True
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith("<symdiff:")
 
 
 def point_json(value: Any) -> Any:

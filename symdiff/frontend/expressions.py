@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import functools
 import inspect
 import re
 import types
@@ -29,11 +30,13 @@ from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import bitwise, invert, lookup
 from symdiff.frontend.values import (
     LocalFunction,
+    Masked,
     Maybe,
     Static,
     Undefined,
     Value,
     as_list,
+    is_namedtuple,
 )
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
@@ -203,6 +206,20 @@ def _maybe_use(node: ast.expr, value: Value) -> Value:
     if isinstance(node, ast.Compare):
         return _IsNone(value.none, value.value)  # type: ignore[return-value]
     return value.value
+
+
+def is_namedtuple_class(cls: type) -> bool:
+    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+
+
+def _is_python(value: object) -> bool:
+    """A Python object, not a value of the function (a namedtuple's default)."""
+    return not isinstance(value, (Node, tuple, Static, Masked, Maybe, LocalFunction))
+
+
+class _TracedPartial(functools.partial):  # type: ignore[type-arg]
+    """``functools.partial(f, ...)`` called in the function: the values it binds
+    are the function's (nodes), not Python objects."""
 
 
 def _python_object(value: Value) -> object:
@@ -636,6 +653,8 @@ class ExpressionLowering:
         self, node: ast.Attribute, values: list[Value], test: bool
     ) -> Value:
         (base,) = values
+        if is_namedtuple(base) and node.attr in type(base)._fields:  # type: ignore[attr-defined]
+            return getattr(base, node.attr)  # type: ignore[no-any-return]
         if isinstance(base, Node):
             if node.attr in METHODS:
                 return Static(BoundMethod(base, node.attr))
@@ -1231,6 +1250,16 @@ class ExpressionLowering:
                 "call a function: a helper you defined, a math or numpy function",
             )
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
+        if obj is functools.partial and args and isinstance(args[0], Static):
+            # g = partial(f, a=x) in the function: the values it binds, traced
+            return Static(_TracedPartial(args[0].obj, *args[1:], **kwargs))
+        while isinstance(obj, functools.partial):
+            # a partial: its function, with the arguments it binds (a module-level
+            # one's, `PF = partial(f, a=2.0)`, as the constants they are)
+            value = (lambda v: v) if isinstance(obj, _TracedPartial) else global_value
+            args = [*(value(a) for a in obj.args), *args]
+            kwargs = {**{k: value(v) for k, v in obj.keywords.items()}, **kwargs}
+            obj = obj.func
         if isinstance(obj, LocalFunction):
             return self.inline_local(node, obj, args, kwargs)
         if hasattr(obj, "__symdiff_inline__"):  # slope = symdiff.grad(f)
@@ -1310,6 +1339,17 @@ class ExpressionLowering:
                     node, f"`{name}` takes no keyword arguments here", hint
                 )
             n = len(args)
+            if obj is builtins.pow and n == 3:
+                known = [_python_object(a) for a in args]
+                if all(type(k) is int for k in known):  # pow(7, 3, 5): a constant
+                    return constant(pow(*known))
+                return self.error(
+                    node,
+                    "three-argument `pow` (a power modulo a number) of values known "
+                    "only when the kernel runs is not supported",
+                    "write `(a ** b) % m` (for small integers), or compute it "
+                    "before the call",
+                )
             if n < entry.min_args or (
                 entry.max_args is not None and n > entry.max_args
             ):
@@ -1375,4 +1415,24 @@ class ExpressionLowering:
             # the user's own helper under @numba.njit, @functools.lru_cache, ...:
             # its Python source, inlined like any helper
             return self.inline(node, python, args, kwargs)
+        if isinstance(obj, type) and is_namedtuple_class(obj):
+            # P(a, b) of a namedtuple class: its fields, the values given (a
+            # default is the constant it is)
+            try:
+                made = obj(*args, **kwargs)
+            except TypeError as exc:
+                return self.error(node, f"bad call of `{name}`: {exc}")
+            return obj(*(python_value(v) if _is_python(v) else v for v in made))  # type: ignore[no-any-return]
+        call = next(
+            (vars(c)["__call__"] for c in type(obj).__mro__ if "__call__" in vars(c)),
+            None,
+        )
+        if (
+            not isinstance(obj, type)
+            and _instance(obj)
+            and isinstance(call, types.FunctionType)
+        ):
+            # a callable object of the user's class (`SQ = Sq(3.0)`): its
+            # `__call__`, with the object first, as a method is called
+            return self.inline(node, call, [Static(obj), *args], kwargs)
         return self.error(node.func, f"unknown function `{name}`", _unknown_help(obj))

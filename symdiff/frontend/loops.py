@@ -38,6 +38,7 @@ from symdiff.frontend.values import (
     Undefined,
     Value,
     as_list,
+    is_namedtuple,
 )
 from symdiff.frontend.views import (
     AMBIGUOUS,
@@ -145,8 +146,32 @@ def _rebound_in(body: list[ast.stmt]) -> set[str]:
     return names
 
 
+def _subscript_written(body: list[ast.stmt]) -> set[str]:
+    """The names ``body`` writes an item of (``s[0] = v``, ``s[k] += v``)."""
+    names: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            while targets:
+                t = targets.pop()
+                if isinstance(t, (ast.Tuple, ast.List)):
+                    targets.extend(t.elts)
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    names.add(t.value.id)
+    return names
+
+
+def _is_dict(value: Value) -> bool:
+    return isinstance(value, Static) and isinstance(value.obj, dict)
+
+
 def _leaves(value: Value) -> list[Node] | None:
-    """The nodes of a (nested) tuple of nodes, or None for anything else."""
+    """The nodes of a (nested) tuple or dict of nodes (a dict's in the order of
+    its keys), or None for anything else."""
     out: list[Node] = []
     stack = [value]
     while stack:
@@ -157,20 +182,51 @@ def _leaves(value: Value) -> list[Node] | None:
             stack.extend(reversed(v))
         elif isinstance(v, Maybe):  # a variable None on some paths: flag, value
             out.extend((v.none, v.value))
+        elif _is_dict(v):
+            stack.extend(reversed(list(v.obj.values())))  # type: ignore[union-attr]
         else:
             return None
     return out
 
 
+def _aligned(value: Value, like: Value) -> Value | None:
+    """``value`` with each dict's keys in the order of ``like``'s (the loop's
+    state as it started), or None where a dict's keys differ."""
+    if _is_dict(like):
+        keys = list(like.obj)  # type: ignore[union-attr]
+        if not _is_dict(value) or set(value.obj) != set(keys):  # type: ignore[union-attr]
+            return None
+        items = {}
+        for k in keys:
+            v = _aligned(value.obj[k], like.obj[k])  # type: ignore[union-attr]
+            if v is None:
+                return None
+            items[k] = v
+        return Static(items)
+    if isinstance(like, tuple) and isinstance(value, tuple) and len(like) == len(value):
+        parts = [_aligned(v, w) for v, w in zip(value, like, strict=True)]
+        return None if any(p is None for p in parts) else _same_tuple(like, parts)  # type: ignore[arg-type]
+    return value
+
+
+def _same_tuple(like: tuple, items: list[Value]) -> tuple:  # type: ignore[type-arg]
+    """``items`` as a tuple of ``like``'s class: a namedtuple stays one (its
+    fields are read by name)."""
+    return type(like)(*items) if is_namedtuple(like) else tuple(items)
+
+
 def _rebuild(shape_of: Value, leaves: list[Node]) -> Value:
-    """``leaves`` arranged as ``shape_of`` (a node or a nested tuple) is."""
+    """``leaves`` arranged as ``shape_of`` (a node, or a nested tuple or dict)
+    is."""
     it = iter(leaves)
 
     def build(v: Value) -> Value:
         if isinstance(v, tuple):
-            return tuple(build(x) for x in v)
+            return _same_tuple(v, [build(x) for x in v])
         if isinstance(v, Maybe):
             return Maybe(next(it), next(it))
+        if _is_dict(v):
+            return Static({k: build(x) for k, x in v.obj.items()})  # type: ignore[union-attr]
         return next(it)
 
     # tuples nest as deep as the user wrote them: shallow recursion
@@ -719,8 +775,10 @@ class LoopLowering:
                 state_names.append(name)
                 maybe[name] = Maybe(B.TRUE, B.ZERO)
                 continue
-            if value is None or isinstance(value, (Static, Undefined)):
+            if value is None or isinstance(value, Undefined):
                 continue
+            if isinstance(value, Static) and not (_is_dict(value) and _leaves(value)):
+                continue  # a dict of numbers and arrays is state, as a tuple is
             if has_masked(value):
                 self.error(
                     stmt,
@@ -735,6 +793,17 @@ class LoopLowering:
                 continue
             state_names.append(name)
         init_values = {name: maybe.get(name) or env0[name] for name in state_names}
+        # `s = [x, 0.0]` written item by item in the body (`s[0] = ...`): the list
+        # of numbers is an array (as an item write makes it), from the start
+        for name in _subscript_written(stmt.body) & set(state_names):
+            value = init_values[name]
+            if (
+                isinstance(value, tuple)
+                and value
+                and all(isinstance(v, Node) for v in value)
+                and len({v.shape for v in value}) == 1  # type: ignore[union-attr]
+            ):
+                init_values[name] = as_list(AR.array(value))
         # A variable the loop assigns (its own target too) and read after it
         # holds its last value, or after no iteration the value it had before
         # (`i = 10; for i in range(n): ...`): it is state too, starting from
@@ -914,11 +983,13 @@ class LoopLowering:
 
         def capture(value: Value, name: str = "") -> Value:
             if isinstance(value, tuple):
-                return tuple(capture(v, name) for v in value)
+                return _same_tuple(value, [capture(v, name) for v in value])
             if isinstance(value, Masked):  # x[mask] read in the body
                 return Masked(capture(value.data, name), capture(value.mask))
             if isinstance(value, Static) and isinstance(value.obj, View):
                 return Static(value.obj.map_nodes(capture))  # its index's nodes
+            if _is_dict(value):  # p["w"] read in the body: each value captured
+                return Static({k: capture(v, name) for k, v in value.obj.items()})  # type: ignore[union-attr]
             name = (
                 name or self.hints.get(value, "c") if isinstance(value, Node) else name
             )
@@ -1001,8 +1072,23 @@ class LoopLowering:
             if isinstance(init_values[name], Maybe) and not isinstance(value, Maybe):
                 if isinstance(value, (Node, Static)):
                     value = Maybe(*_as_maybe(value, env[name]))
-            leaves = _leaves(value)
-            expected = len(_leaves(init_values[name]) or [])
+            start = init_values[name]
+            aligned = _aligned(value, start)
+            leaves = None if aligned is None else _leaves(aligned)
+            expected = len(_leaves(start) or [])
+            if _is_dict(start) and _is_dict(value) and aligned is None:
+                before, after = (
+                    ", ".join(map(repr, d.obj))  # type: ignore[union-attr]
+                    for d in (start, value)
+                )
+                self.error(
+                    stmt,
+                    f"the keys of dict `{name}` change inside the loop (before it: "
+                    f"{before}; after an iteration: {after})",
+                    "give the dict every key it will have before the loop, "
+                    "e.g. `d = {'a': x, 'b': 0.0}`",
+                )
+                return None
             if leaves is None or len(leaves) != expected:
                 self.error(
                     stmt,

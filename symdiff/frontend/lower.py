@@ -43,6 +43,7 @@ from symdiff.frontend.loops import LoopContext, LoopLowering
 from symdiff.frontend.source import FunctionSource, function_source, signature
 from symdiff.frontend.statements import StatementLowering, _local_names, _walk_scope
 from symdiff.frontend.values import (
+    NAMEDTUPLE,
     STATIC,
     TREE,
     LocalFunction,
@@ -52,6 +53,8 @@ from symdiff.frontend.values import (
     Static,
     Undefined,
     Value,
+    is_namedtuple,
+    namedtuple_kind,
     static_value,
     tree_structure,
 )
@@ -184,6 +187,8 @@ def tree_value(
         values = {k: build(sub, f"{path}_{_key_name(k)}") for k, sub in items}
         if container == "dict":
             return Static(values)
+        if container.startswith(NAMEDTUPLE):  # p.a reads a field, p[0] an item
+            return static_value(container)(*values.values())  # type: ignore[operator,no-any-return]
         return tuple(values.values())
 
     value = build(tree_structure(kind), name)
@@ -1045,9 +1050,13 @@ def _flatten_dicts(value: Value) -> tuple[Value, Any]:
         return flat, ("dict", tuple((k, t) for k, (_, t) in items))
     if isinstance(value, tuple):
         parts = [_flatten_dicts(v) for v in value]
+        flat = tuple(f for f, _ in parts)
+        if is_namedtuple(value):  # returned as its class, as JAX does
+            kind = namedtuple_kind(type(value))
+            return flat, (kind, tuple(t for _, t in parts))
         if all(t is None for _, t in parts):
             return value, None
-        return tuple(f for f, _ in parts), ("tuple", tuple(t for _, t in parts))
+        return flat, ("tuple", tuple(t for _, t in parts))
     return value, None
 
 
@@ -1058,7 +1067,10 @@ def restructure(tree: Any, value: Any) -> Any:
     kind, items = tree
     if kind == "dict":
         return {k: restructure(t, v) for (k, t), v in zip(items, value, strict=True)}
-    return tuple(restructure(t, v) for t, v in zip(items, value, strict=True))
+    parts = tuple(restructure(t, v) for t, v in zip(items, value, strict=True))
+    if kind.startswith(NAMEDTUPLE):
+        return static_value(kind)(*parts)  # type: ignore[operator]
+    return parts
 
 
 #: The base of a helper's array argument: the caller's array (no name here).

@@ -247,6 +247,15 @@ def _find_def(fn: types.FunctionType) -> ast.FunctionDef:
     except SyntaxError as exc:
         raise _no_source(fn, f"its source does not parse ({exc.msg})") from None
     tree = module.body[0] if module.body else None
+    if isinstance(tree, ast.AsyncFunctionDef):
+        name = getattr(fn, "__qualname__", fn.__code__.co_name)
+        where = f"{display_path(fn.__code__.co_filename)}:{fn.__code__.co_firstlineno}"
+        raise SourceUnavailableError(
+            f"`{name}` ({where}) is an `async def` function: symdiff differentiates "
+            "functions defined with a plain `def`\n"
+            "  help: make it a plain `def` (a function of numbers and arrays has "
+            "nothing to await), or differentiate the plain function it awaits"
+        )
     if not isinstance(tree, ast.FunctionDef):
         raise _no_source(fn, "its source is not a `def` statement")
     code = fn.__code__

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import importlib
 import inspect
 import logging
@@ -38,7 +39,7 @@ from symdiff.frontend.views import after_if, forget, index_view, is_view_key
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import shapes as S
-from symdiff.ir.node import Node
+from symdiff.ir.node import Node, constant
 
 if TYPE_CHECKING:
     from symdiff.errors import Diagnostic
@@ -774,6 +775,16 @@ class StatementLowering:
         items = frame.env.get(name)
         if items is self.poison:
             return True  # already reported
+        if (
+            method in ("append", "extend")
+            and isinstance(items, Node)
+            and items in LIST_ARRAYS
+            and len(items.shape) >= 1
+            and isinstance(items.shape[0], int)
+        ):
+            # a list written item by item (an array since, `L[1] = v`): its
+            # items again, to grow
+            items = tuple(AR.index(items, constant(k)) for k in range(items.shape[0]))
         if not isinstance(items, tuple):
             return False
         where = f"`{name}.{method}`"
@@ -863,6 +874,8 @@ class StatementLowering:
         if reached and stmt.exc is not None:
             exc = self._static_exception(stmt.exc)
             if exc is not None:
+                with contextlib.suppress(AttributeError):  # (a class with slots)
+                    exc.symdiff_raised_by_function = True  # type: ignore[attr-defined]
                 raise exc
         in_loop = any(f.loop is not None for f in self.frames)
         if not reached and not in_loop and stmt.exc is not None:

@@ -186,6 +186,26 @@ def static_value(kind: str) -> object:
     return ast.literal_eval(kind[len(STATIC) :])
 
 
+#: The prefix of a container kind in a TREE structure that is a namedtuple class
+#: (:func:`namedtuple_kind`); the class itself is :func:`static_value` of it.
+NAMEDTUPLE = "namedtuple:"
+
+
+def is_namedtuple(value: object) -> bool:
+    """An instance of a ``collections.namedtuple`` (or ``typing.NamedTuple``)."""
+    return isinstance(value, tuple) and isinstance(
+        getattr(type(value), "_fields", None), tuple
+    )
+
+
+def namedtuple_kind(cls: type) -> str:
+    """The name of a namedtuple class in a TREE structure (registered, so that
+    :func:`static_value` gives the class back)."""
+    kind = f"{NAMEDTUPLE}{cls.__qualname__}#{id(cls)}"
+    _OBJECTS[kind] = cls
+    return kind
+
+
 def _is_ufunc(value: object) -> bool:
     import numpy as np
 
