@@ -191,8 +191,9 @@ def test_namedtuples_are_pytrees():
     assert type(gp) is Params  # the gradient has the argument's structure
     h = 1e-6
     for field in ("k", "c"):
-        up, down = p._replace(**{field: getattr(p, field) + h}), p._replace(
-            **{field: getattr(p, field) - h}
+        up, down = (
+            p._replace(**{field: getattr(p, field) + h}),
+            p._replace(**{field: getattr(p, field) - h}),
         )
         want = (oscillator(up, 1.0, 50) - oscillator(down, 1.0, 50)) / (2 * h)
         assert getattr(gp, field) == pytest.approx(want, rel=1e-6)
