@@ -378,14 +378,29 @@ def shapes_differ_by_branch(x, y):
     return np.sum(z * z)
 
 
+def weights_or_mean(r, w, use_w):
+    ww = w if use_w > 0 else 1.0
+    return np.sum(ww * r**2) / np.sum(ww)
+
+
 def test_branches_of_different_shapes_are_reported_at_the_if():
-    """Both branches run (if-conversion), so their arrays must have one shape;
-    the check that fails names the `if`, with its line (it named nothing)."""
-    with pytest.raises(symdiff.ShapeError) as info:
+    """Both branches run (if-conversion), so their arrays must have one shape; a
+    number in one and an array in the other was stretched to the array (the sum
+    of `ww` then counted the length: silently wrong), `x[1:]` against `x` failed
+    when called.  Both are refused while tracing, at the `if`."""
+    with pytest.raises(symdiff.TranslationError) as info:
         symdiff.jit(shapes_differ_by_branch, target="python")(np.ones(3), 1.0)
     text = str(info.value)
     assert f"{HERE}:{line_of(shapes_differ_by_branch)}:5:" in text
     assert "if y > 0:" in text
+    assert "different shapes (an array of shape (x.shape[0] - 1,) and an array of" in (
+        text
+    )
+    with pytest.raises(symdiff.TranslationError) as info:
+        symdiff.grad(weights_or_mean)(np.ones(3), np.ones(3), 0.0)
+    text = str(info.value)
+    assert "(an array of shape (w.shape[0],) and a number)" in text
+    assert "np.full(w.shape, 1.0)" in text
 
 
 def spectral_norm(W):

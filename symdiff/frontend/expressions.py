@@ -40,6 +40,7 @@ from symdiff.frontend.values import (
 )
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
+from symdiff.ir import shapes as S
 from symdiff.ir.node import Node, constant
 from symdiff.ir.shapes import ShapeMismatch
 
@@ -206,6 +207,24 @@ def _maybe_use(node: ast.expr, value: Value) -> Value:
     if isinstance(node, ast.Compare):
         return _IsNone(value.none, value.value)  # type: ignore[return-value]
     return value.value
+
+
+def _other_shapes(a: S.Shape, b: S.Shape) -> bool:
+    """Whether the shapes differ whatever the lengths are when the function runs:
+    in rank, in a length 1 against another (a stretch), or by a known amount
+    (``n - 1`` against ``n``).  Lengths that may be equal are checked when the
+    kernel runs."""
+    if len(a) != len(b):
+        return True
+    for da, db in zip(a, b, strict=True):
+        if da == db:
+            continue
+        if (da == 1) != (db == 1):
+            return True
+        gap = S.sub(da, db)
+        if isinstance(gap, int) and gap != 0:
+            return True
+    return False
 
 
 def is_namedtuple_class(cls: type) -> bool:
@@ -578,6 +597,8 @@ class ExpressionLowering:
                 self.merge(node, cond, x, y) for x, y in zip(a, b, strict=True)
             )
         if isinstance(a, Node) and isinstance(b, Node):
+            if _other_shapes(a.shape, b.shape):
+                return self._shapes_differ(node, a, b)
             # shapes that must agree are checked at the `if` (or its expression)
             outer, self.current = self.current, node
             try:
@@ -600,6 +621,29 @@ class ExpressionLowering:
             "the two branches give values of different kinds "
             "(a number and a tuple, or tuples of different lengths)",
             "make both branches produce the same structure",
+        )
+
+    def _shapes_differ(self, node: ast.AST, a: Node, b: Node) -> Value:
+        """Branches that give one variable different shapes: which one the
+        function holds after them is known only when it runs, and a kernel's
+        arrays have one shape (stretching one branch's to the other's would
+        change what sums, means and lengths of it give)."""
+
+        def shape(v: Node) -> str:
+            return (
+                f"an array of shape {S.format_shape(v.shape)}"
+                if v.shape
+                else "a number"
+            )
+
+        return self.error(
+            node,
+            f"the two branches give values of different shapes ({shape(a)} and "
+            f"{shape(b)}), and which one is taken is known only when the function "
+            "runs",
+            "give both branches the same shape (for a number: `np.full(w.shape, "
+            "1.0)`, `np.ones_like(w)`), or finish each case in its own branch "
+            "(`if c: return np.sum(x[:1] ** 2)`)",
         )
 
     # -- one method per expression kind ------------------------------------------
