@@ -27,7 +27,8 @@ from symdiff.ir.build import (
     select,
 )
 from symdiff.ir.loops import substitute
-from symdiff.ir.node import Node, is_zero, topological
+from symdiff.ir.node import Node, topological
+from symdiff.ir.node import is_zero as _is_zero_constant
 from symdiff.rules import partials
 from symdiff.rules.arrays import VJPS
 
@@ -172,6 +173,15 @@ def adjoint_parts(contributions: list[Node]) -> list[Node]:
 
 
 Path = tuple[tuple[Node, bool], ...]
+
+
+def is_zero(node: Node) -> bool:
+    """An exact zero, also stretched to a shape (``unbroadcast`` of an adjoint
+    that folded to 0: ``select(m, 0, 2) * select(m, 1, 0)``): the symbolic zero,
+    which no partial multiplies (``0 * inf`` would be a NaN)."""
+    while node.op == "broadcast":
+        node = node.args[0]
+    return _is_zero_constant(node)
 
 
 def _merge_complements(groups: dict[Path, Node]) -> dict[Path, Node]:

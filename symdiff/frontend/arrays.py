@@ -2428,9 +2428,12 @@ def _position(item: Node, n: Length, axis: int) -> Length:
         a[0] == "value" or c < 0 for m, c in i.terms if m for a in m
     ):
         # from an integer argument (``x[j]``, ``x[-k]``) or a shape subtracted
-        # (``x[-len(x)]``): negative counts from the end, as in NumPy
-        S.require_less(-1, S.add(n, i), what)
-        S.require_less(i, n, what)
+        # (``x[-len(x)]``): negative counts from the end, as in NumPy.  The
+        # position (modulo the length) is in the array whatever ``i`` is, so
+        # the check holds only where the code runs: ``if i < len(x): x[i]``
+        # (both branches are computed; the one not taken reads some element)
+        S.require_less(-1, S.add(n, i), what, conditional=True)
+        S.require_less(i, n, what, conditional=True)
         return S.mod(i, n)
     S.require_less(-1, i, what)
     S.require_less(i, n, what)

@@ -236,6 +236,14 @@ def _is_python(value: object) -> bool:
     return not isinstance(value, (Node, tuple, Static, Masked, Maybe, LocalFunction))
 
 
+@dataclass(frozen=True)
+class _Arm:
+    """A mark in :meth:`ExpressionLowering.expr`'s work list: entering an arm of
+    ``a if c else b`` (under ``cond``), or leaving one (``cond`` None)."""
+
+    cond: Node | None
+
+
 class _TracedPartial(functools.partial):  # type: ignore[type-arg]
     """``functools.partial(f, ...)`` called in the function: the values it binds
     are the function's (nodes), not Python objects."""
@@ -360,11 +368,23 @@ class ExpressionLowering:
         # x[i]``'s right side): both run here, so their run-time indices are
         # clamped into the array, as in an ``if`` statement's branches
         outer, self.conditional = self.conditional, set()
+        lives: list[Node] = []  # the frame's live conditions outside the arms
+        live_before = self.frame.live
         chosen: dict[int, ast.expr] = {}  # `a if c else b` with c known: the arm
         pending: dict[int, list[Value]] = {}  # `a or b`: its run-time operands
         try:
             while stack:
                 node, ready = stack.pop()
+                if isinstance(node, _Arm):
+                    # entering (leaving) an arm of `a if c else b`: the code runs
+                    # under the test, as in an `if` statement's branch, which a
+                    # check of an index (`x[i] if i < len(x) else 0.0`) heeds
+                    if node.cond is None:
+                        self.frame.live = lives.pop()
+                    else:
+                        lives.append(self.frame.live)
+                        self.frame.live = B.logical_and(self.frame.live, node.cond)
+                    continue
                 if isinstance(node, ast.IfExp) and not ready and id(node) not in tests:
                     if id(node.test) not in results:  # its test first
                         tests.add(id(node.test))
@@ -402,6 +422,28 @@ class ExpressionLowering:
                     elif isinstance(node, ast.BoolOp):
                         self.conditional.update(id(v) for v in node.values[1:])
                     stack.append((node, True))
+                    test_value = (
+                        results.get(id(node.test))
+                        if isinstance(node, ast.IfExp)
+                        else None
+                    )
+                    if (
+                        isinstance(test_value, Node)
+                        and not test_value.shape
+                        and test_value.dtype == "bool"
+                    ):
+                        body, orelse = children
+                        stack.extend(
+                            [
+                                (_Arm(None), False),  # type: ignore[list-item]
+                                (orelse, False),
+                                (_Arm(B.logical_not(test_value)), False),  # type: ignore[list-item]
+                                (_Arm(None), False),  # type: ignore[list-item]
+                                (body, False),
+                                (_Arm(test_value), False),  # type: ignore[list-item]
+                            ]
+                        )
+                        continue
                     stack.extend((child, False) for child in reversed(children))
                     continue
                 if isinstance(node, ast.IfExp) and id(node.test) in results:
@@ -410,6 +452,7 @@ class ExpressionLowering:
                 results[id(node)] = self._combine(node, values, id(node) in tests)
         finally:
             self.conditional = outer
+            self.frame.live = live_before  # (as it was, should lowering fail)
         return results[id(root)]
 
     def _bool_step(

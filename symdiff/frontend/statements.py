@@ -35,7 +35,13 @@ from symdiff.frontend.values import (
     Value,
     as_list,
 )
-from symdiff.frontend.views import after_if, forget, index_view, is_view_key
+from symdiff.frontend.views import (
+    AMBIGUOUS,
+    after_if,
+    forget,
+    index_view,
+    is_view_key,
+)
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import shapes as S
@@ -319,6 +325,8 @@ class StatementLowering:
         return tuple(A.take(value, spec, (B.constant(j),)) for j in range(count))
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
+        if self._views_assigned_in_turn(stmt):
+            return
         value = self.expr(stmt.value)
         for target in stmt.targets:
             self.assign(target, value)
@@ -339,6 +347,63 @@ class StatementLowering:
                 # a, b = Y: rows of Y, which they share
                 rows = [B.constant(j) for j in range(len(names))]
                 self.note_rows(names, stmt.value, rows)
+
+    def _views_assigned_in_turn(self, stmt: ast.Assign) -> bool:
+        """``Y[0], Y[1] = Y[1], Y[0]``: NumPy's right side holds views, and each
+        is read when its target is assigned, after the targets before it:
+        ``Y[1]`` gets the new ``Y[0]``, itself a copy of ``Y[1]`` (no swap).
+        Lowered as NumPy runs it, with a warning (a swap is ``Y[[0, 1]] =
+        Y[[1, 0]]``).  False (nothing done) for any other assignment."""
+        (target, *more) = stmt.targets
+        value = stmt.value
+        if (
+            more
+            or not isinstance(target, (ast.Tuple, ast.List))
+            or not isinstance(value, (ast.Tuple, ast.List))
+            or len(target.elts) != len(value.elts)
+            or not all(
+                isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                for t in target.elts
+            )
+        ):
+            return False
+        written = [t.value.id for t in target.elts]  # type: ignore[attr-defined]
+        late = [
+            k
+            for k, e in enumerate(value.elts)
+            if (view := self.view_chain(e)) is not None
+            and view is not AMBIGUOUS
+            and view.base in written[:k]
+        ]
+        if not late:
+            return False
+        values = [self.expr(e) for e in value.elts]  # Python evaluates them first
+        # (an element of a vector, `x[0], x[1] = x[1], x[0]`, is a number: a copy)
+        late = [k for k in late if isinstance(values[k], Node) and values[k].shape]  # type: ignore[union-attr]
+        if not late:
+            for t, v in zip(target.elts, values, strict=True):
+                self.assign(t, v)
+            return True
+        for k, (t, v) in enumerate(zip(target.elts, values, strict=True)):
+            if k in late:
+                v = self.expr(value.elts[k])  # the view, read now
+            self.assign(t, v)
+        filename, line = self.frame.source.filename, stmt.lineno
+        written_as = (
+            f"{', '.join(map(ast.unparse, target.elts))} = "
+            f"{', '.join(map(ast.unparse, value.elts))}"
+        )
+        message = (
+            f"`{written_as}` assigns NumPy views one after the other: "
+            f"`{ast.unparse(value.elts[late[0]])}` is read after the assignments "
+            "before it, as NumPy does (this does not swap); to swap, write the "
+            "right side as copies or with an index array "
+            "(`Y[[0, 1]] = Y[[1, 0]]`)"
+        )
+        if (filename, line, message) not in _WARNED:
+            _WARNED.add((filename, line, message))
+            warnings.warn_explicit(message, SymdiffWarning, filename, line)
+        return True
 
     def _stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
         if stmt.value is not None:

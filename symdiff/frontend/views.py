@@ -268,13 +268,27 @@ class ViewLowering:
         if not _array(env, node.id):
             return None
         steps: list[Step] = []
+        current = env[node.id]
+        contiguous = True  # a name's array is C-contiguous
         for kind, data, outer in reversed(parts):
             if kind == "reshape":  # the view's own shape
                 value = self.expr(outer)
                 if not isinstance(value, Node):
                     return None
                 data = value.shape
+                if not contiguous and data != current.shape:  # type: ignore[union-attr]
+                    # NumPy copies a flattened non-contiguous array (`Y.T.ravel()`,
+                    # `Y[:, :2].reshape(-1)`); other shapes may be views or not
+                    flat = len(data) == 1 and len(current.shape) > 1  # type: ignore[union-attr]
+                    return None if flat else AMBIGUOUS
+            else:
+                contiguous = contiguous and _keeps_contiguous(
+                    kind,
+                    data,
+                    current.shape,  # type: ignore[union-attr]
+                )
             steps.append((kind, data))
+            current = _apply((kind, data), current)  # type: ignore[arg-type]
         return View(node.id, tuple(steps))
 
     def _view_call(self, call: ast.Call) -> tuple[str, Any, ast.expr] | None:
@@ -288,6 +302,9 @@ class ViewLowering:
                 return "reshape", None, source
             if method == "view" and not call.args:
                 return "alias", None, source
+            if method == "swapaxes":
+                perm = self._swapped(source, call.args)
+                return ("transpose", perm, source) if perm else None
             if method == "transpose":
                 perm = _constant_ints(call.args, self.expr)
                 if call.args and len(call.args) == 1 and perm is None:
@@ -331,12 +348,51 @@ class ViewLowering:
             return "index", key, source
         if obj in (np.asarray, np.asanyarray) and len(call.args) == 1:
             return ("alias", None, source) if not call.keywords else None
+        if obj is np.swapaxes and not call.keywords:
+            perm = self._swapped(source, call.args[1:])
+            return ("transpose", perm, source) if perm else None
+        if obj is np.moveaxis and not call.keywords and len(call.args) == 3:
+            perm = self._moved(source, call.args[1], call.args[2])
+            return ("transpose", perm, source) if perm else None
         if obj is np.transpose and not call.keywords:
             if len(call.args) == 1:
                 return "transpose", None, source
             perm = _constant_ints(call.args[1], self.expr)
             return ("transpose", tuple(perm), source) if perm else None
         return None
+
+    def _rank(self, source: ast.expr) -> int | None:
+        array = self.expr(source)
+        return len(array.shape) if isinstance(array, Node) else None
+
+    def _swapped(
+        self, source: ast.expr, args: list[ast.expr]
+    ) -> tuple[int, ...] | None:
+        """The axes ``source.swapaxes(a, b)`` puts in order, or None."""
+        rank = self._rank(source)
+        pair = _constant_ints(args, self.expr) if len(args) == 2 else None
+        if rank is None or pair is None or not all(-rank <= a < rank for a in pair):
+            return None
+        perm = list(range(rank))
+        a, b = (p % rank for p in pair)
+        perm[a], perm[b] = perm[b], perm[a]
+        return tuple(perm)
+
+    def _moved(
+        self, source: ast.expr, start: ast.expr, end: ast.expr
+    ) -> tuple[int, ...] | None:
+        """The axes ``np.moveaxis(source, start, end)`` puts in order, or None."""
+        rank = self._rank(source)
+        moved, to = _constant_ints(start, self.expr), _constant_ints(end, self.expr)
+        if rank is None or moved is None or to is None or len(moved) != len(to):
+            return None
+        if not all(-rank <= a < rank for a in (*moved, *to)):
+            return None
+        moved, to = [a % rank for a in moved], [a % rank for a in to]
+        order = [a for a in range(rank) if a not in moved]
+        for dest, axis in sorted(zip(to, moved, strict=True)):
+            order.insert(dest, axis)
+        return tuple(order)
 
     def note_view(self, name: str, expr: ast.expr, value: Value) -> None:
         """After ``name = expr``: record what ``name`` views, if anything."""
@@ -420,6 +476,16 @@ class ViewLowering:
                 reversed(view.steps), reversed(stages), strict=True
             ):
                 if kind == "index":
+                    items = list(data) if isinstance(data, tuple) else [data]
+                    kept = [
+                        i
+                        for i in items
+                        if not (isinstance(i, Static) and i.obj is None)
+                    ]
+                    if len(kept) < len(items):
+                        # `r = y[None, :]`: the new axes (length 1) dropped again
+                        data = tuple(kept)
+                        value = A.reshape(value, AR.index(array, data).shape)
                     value = self.updated(array, data, value, "set")
                 elif kind == "transpose":
                     value = A.transpose(value, A.inverse(data) if data else None)
@@ -435,6 +501,42 @@ class ViewLowering:
             # inside a branch both branches run: a run-time index is clamped
             value = A.take(value.args[0], A.guarded(value.attrs[0]), value.args[1:])
         return value
+
+
+def _keeps_contiguous(kind: str, data: Any, shape: tuple[Any, ...]) -> bool:
+    """Whether a step keeps a C-contiguous array C-contiguous: a transpose that
+    moves no axis of a length other than 1; basic indexing that selects one
+    block (single elements of the leading axes, then a slice of step 1, then
+    whole axes; axes of length 1 aside)."""
+    if kind == "transpose":
+        perm = data if data is not None else tuple(reversed(range(len(shape))))
+        moved = [a for k, a in enumerate(perm) if a != k]
+        return all(shape[a] == 1 for a in moved)
+    if kind != "index":
+        return True
+    items = list(data) if isinstance(data, tuple) else [data]
+    if any(isinstance(i, Static) and i.obj is Ellipsis for i in items):
+        return False  # (rare in a view that is reshaped: not followed)
+    axis_items = [i for i in items if not (isinstance(i, Static) and i.obj is None)]
+    sliced = False  # a slice met: every later axis must be whole
+    for axis, item in enumerate(axis_items):
+        if axis < len(shape) and shape[axis] == 1:
+            continue
+        is_slice = isinstance(item, Static) and isinstance(item.obj, SliceValue)
+        whole = is_slice and all(
+            p is None
+            for p in (item.obj.start, item.obj.stop, item.obj.step)  # type: ignore[union-attr]
+        )
+        if sliced and not whole:
+            return False
+        if is_slice:
+            step = item.obj.step  # type: ignore[union-attr]
+            if step is not None and not (
+                isinstance(step, Node) and step.op == "const" and step.value == 1
+            ):
+                return False
+            sliced = True
+    return True
 
 
 def _constant_ints(
