@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -19,9 +20,9 @@ from symdiff.frontend.values import Bound, static_kind
 from symdiff.transforms import MODES, Spec, leaves
 
 # Compiled transforms behind the immediate-mode calls (jvp, vjp, hvp), per function.
-_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[Spec, str], Compiled]] = (
-    weakref.WeakKeyDictionary()
-)
+_CACHE: weakref.WeakKeyDictionary[
+    Any, dict[tuple[Spec, str], tuple[Compiled, tuple[Any, ...]]]
+] = weakref.WeakKeyDictionary()
 
 
 def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Any:
@@ -29,10 +30,51 @@ def _cached(fun: Callable[..., Any], spec: Spec, target: str) -> Any:
         per_function = _CACHE.setdefault(fun, {})
     except TypeError:  # not weak-referenceable: no cache
         return _compile(fun, spec, target)
-    compiled = per_function.get((spec, target))
-    if compiled is None:
-        compiled = per_function[spec, target] = _compile(fun, spec, target)
-    return compiled
+    world = _world(fun)
+    entry = per_function.get((spec, target))
+    if entry is None or not _same(entry[1], world):
+        # (a global, a closure's value or an object's attribute it reads was
+        # rebound since: each call is a transform of the function as it is now)
+        entry = per_function[spec, target] = (_compile(fun, spec, target), world)
+    return entry[0]
+
+
+def _world(fun: Any) -> tuple[Any, ...]:
+    """The objects a transform of ``fun`` read when it was built, as far as a
+    cheap look finds them: the globals its code and its helpers' code name, the
+    values of their closures, the attributes of a bound object.  A kernel of
+    jvp/vjp/hvp is reused while each is the same object."""
+    inner, args, _ = _unbind(unwrap_decorated(fun))
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, Bound):
+            out.extend(getattr(a.obj, "__dict__", {}).values())
+    stack = [inner]
+    seen: set[int] = set()
+    while stack:
+        f = stack.pop()
+        code = getattr(f, "__code__", None)
+        if id(f) in seen or not isinstance(code, types.CodeType):
+            continue
+        seen.add(id(f))
+        names: set[str] = set()
+        codes = [code]
+        while codes:  # the function's code and that of what it defines
+            c = codes.pop()
+            names.update(c.co_names)
+            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        scope = getattr(f, "__globals__", {})
+        values = [scope[n] for n in sorted(names) if n in scope]
+        for cell in getattr(f, "__closure__", None) or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                values.append(cell.cell_contents)
+        out.extend(values)
+        stack.extend(v for v in values if isinstance(v, types.FunctionType))
+    return tuple(out)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def unwrap_decorated(fun: Any) -> Any:
@@ -86,6 +128,16 @@ def _compile(fun: Any, spec: Spec, target: str) -> Any:
         return Compiled(fun, spec, target)
     k = len(args)
     argnums = spec.argnums
+    if spec.kind != "jit":
+        params = inspect.signature(inner).parameters.values()
+        n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        n -= k
+        if not all(-n <= a < n for a in spec.wrt):
+            name = getattr(fun, "__name__", None) or getattr(inner, "__name__", "f")
+            raise ArgumentError(
+                f"argnums {argnums!r} is out of range for `{name}`, whose calls "
+                f"take {n} argument{'s' * (n != 1)} besides the {k} bound to it"
+            )
     if isinstance(argnums, int):
         argnums = argnums + k if argnums >= 0 else argnums
     else:

@@ -18,6 +18,7 @@ from symdiff.custom import custom_vjp, is_module_global
 from symdiff.errors import (
     SHAPE_MARK,
     ArgumentError,
+    OutputError,
     ShapeError,
     SymdiffError,
     TranslationError,
@@ -82,6 +83,8 @@ def _unsupported(value: object, name: str, differentiated: bool) -> str | None:
             f"`{name}.filled(v)` puts v where the mask is set, `np.asarray({name})` "
             "keeps the data under the mask"
         )
+    if isinstance(value, np.unsignedinteger) and not differentiated:
+        value = int(value)  # np.uint64(2**63) would wrap to a negative int64
     if not isinstance(value, int) or isinstance(value, (bool, np.integer)):
         return None
     if differentiated:  # made a float64
@@ -104,6 +107,19 @@ def _unsupported(value: object, name: str, differentiated: bool) -> str | None:
         "NumPy and Numba\n  help: pass an int from -2**63 to 2**63 - 1, or a float "
         f"(float({name})) where a real number will do"
     )
+
+
+def _int64_of(what: str, value: Any) -> int:
+    """An unsigned int as the int64 a kernel takes, or a clear error (NumPy's
+    conversion would wrap 2**63 to -2**63)."""
+    number = int(value)
+    if number > _INT64_MAX:
+        raise ArgumentError(
+            f"argument {what} is {number}, which does not fit in int64: compiled "
+            "ints are 64-bit, as in NumPy and Numba\n  help: pass an int from "
+            "-2**63 to 2**63 - 1, or a float where a real number will do"
+        )
+    return number
 
 
 def annotated_dtype(param: inspect.Parameter) -> str:
@@ -521,6 +537,10 @@ class Compiled:
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) < self._nparams and any(a < 0 for a in self._spec.wrt):
+            # argnums=-1 counts the call's positional arguments, as in JAX (not
+            # the parameters with defaults after them)
+            return self._counting_from(len(args))(*args, **kwargs)
         if kwargs or len(args) != self._positional:
             args = self._bind(args, kwargs)
         fn = self._kernels.get(_key(args))
@@ -532,6 +552,28 @@ class Compiled:
             raise _shape_error(exc) from None
         except OverflowError as exc:
             raise _argument_error(self, args, exc) from None
+
+    def _counting_from(self, given: int) -> Compiled:
+        """This transform with its negative ``argnums`` counted from the last of
+        ``given`` positional arguments (made once per count)."""
+        by_count: dict[int, Compiled] = self.__dict__.setdefault("_by_count", {})
+        compiled = by_count.get(given)
+        if compiled is None:
+            argnums = self._spec.argnums
+            wrt = [a + given if a < 0 else a for a in self._spec.wrt]
+            if any(a < 0 for a in wrt):
+                raise ArgumentError(
+                    f"argnums {argnums!r} is out of range for a call of "
+                    f"`{self.__name__}` with {given} positional argument"
+                    f"{'s' * (given != 1)}"
+                )
+            spec = dataclasses.replace(
+                self._spec, argnums=wrt[0] if isinstance(argnums, int) else tuple(wrt)
+            )
+            compiled = Compiled(self._fun, spec, self._target)
+            compiled.fixed_kinds = dict(self.fixed_kinds)
+            by_count[given] = compiled
+        return compiled
 
     def call_extended(self, primals: tuple[Any, ...], extras: tuple[Any, ...]) -> Any:
         """Call a kernel that takes extra float parameters after the primals
@@ -603,6 +645,11 @@ class Compiled:
             dtype = _dtype_of(value)
             if isinstance(value, np.ndarray) and value.ndim == 0 and dtype:
                 casts[i] = np.ndarray.item  # a 0-d array: the number it holds
+            if type(value) is np.uint64 and i not in wrt:
+                # (the kernel is reused for every np.uint64: each is checked)
+                casts[i] = functools.partial(
+                    _int64_of, f"`{names[i]}` of `{self.__name__}`"
+                )
             static = static_kind(value) if dtype is None else None
             if static is not None:
                 # a string, None or a function: the kernel is specialised to it
@@ -1059,8 +1106,8 @@ class Compiled:
 
         def run(*args: Any) -> Any:
             if not built:
-                built.append(
-                    build_kernel(
+                try:
+                    kernel = build_kernel(
                         self._fun,
                         Spec("hvp", tuple(range(n))),
                         dtypes,
@@ -1068,7 +1115,10 @@ class Compiled:
                         parallel=self._target == "parallel",
                         device=self._target == "cuda",
                     )
-                )
+                except OutputError as exc:  # built from hvp: named as asked for
+                    message = str(exc).replace("hvp needs", "hessian needs", 1)
+                    raise OutputError(message) from None
+                built.append(kernel)
             self._last = built[0]
             hvp = built[0].compiled
             shapes = [np.shape(a) for a in args]

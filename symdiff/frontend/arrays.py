@@ -1614,7 +1614,37 @@ def _builtin_sum(iterable: Value, start: Value | None = None) -> Node:
     )
 
 
+def _np_copy(value: Value, order: Value | None = None) -> Node:
+    """``np.copy(x)``: a new array (arrays are values here; no view is made)."""
+    return array(value)
+
+
+def _np_shape(value: Value) -> Value:
+    node = array(value)
+    return tuple(A.dim(d) for d in node.shape)
+
+
+def _np_ndim(value: Value) -> Node:
+    return constant(len(array(value).shape))
+
+
+def _np_size(value: Value, axis: Value | None = None) -> Node:
+    node = array(value)
+    if _none(axis):
+        return A.dim(S.product(node.shape))
+    k = static_int(axis, "the axis of np.size")  # type: ignore[arg-type]
+    if not -len(node.shape) <= k < len(node.shape):
+        raise Unsupported(
+            f"axis {k} is out of bounds for an array of dimension {len(node.shape)}"
+        )
+    return A.dim(node.shape[k])
+
+
 _NUMPY: dict[str, Builder] = {
+    "copy": _np_copy,
+    "shape": _np_shape,
+    "ndim": _np_ndim,
+    "size": _np_size,
     "logical_and": _logical_binary(B.logical_and),
     "logical_or": _logical_binary(B.logical_or),
     "logical_not": lambda a: B.logical_not(B.truth(array(a))),
@@ -1980,6 +2010,12 @@ def index(x: Node, key: Value) -> Node:
             spec.append(_slice(item.obj, n, axis))
         elif isinstance(item, Node) and not item.shape and item.dtype == "int64":
             spec.append(("int", _position(item, n, axis)))
+        elif isinstance(item, Node) and not item.shape and item.dtype == "float64":
+            raise Unsupported(
+                "array indices must be integers, and this one is a float",
+                "use an int (`int(i)` truncates); an int argument listed in argnums "
+                "is differentiated as a real number: leave it out of argnums",
+            )
         else:
             raise Unsupported(
                 "array indices must be integers, slices, None or `...`",

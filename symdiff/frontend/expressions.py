@@ -180,6 +180,18 @@ class _IsNone:
     value: Node
 
 
+def _kind_text(value: Value) -> str:
+    if isinstance(value, Node):
+        return "an array" if value.shape else "a number"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    if isinstance(value, Static):
+        if isinstance(value.obj, dict):
+            return "a dict"
+        return "None" if value.obj is None else f"a `{type(value.obj).__name__}`"
+    return "another value"
+
+
 def _optional(value: Value) -> bool:
     return isinstance(value, (Maybe, Node)) or (
         isinstance(value, Static) and value.obj is None
@@ -629,7 +641,12 @@ class ExpressionLowering:
         if (
             _optional(a)
             and _optional(b)
-            and (isinstance(a, Maybe) or isinstance(b, Maybe))
+            and (
+                isinstance(a, Maybe)
+                or isinstance(b, Maybe)
+                # `w = None` on one path, a number or an array on the other
+                or (isinstance(a, Static) != isinstance(b, Static))
+            )
         ):
             # `best` None on one path, a number on the other
             na, va = _as_maybe(a, b)
@@ -650,6 +667,24 @@ class ExpressionLowering:
                 self.current = outer
         if isinstance(a, Static) and isinstance(b, Static) and a.obj is b.obj:
             return a
+        if (
+            isinstance(a, Static)
+            and isinstance(b, Static)
+            and isinstance(a.obj, dict)
+            and isinstance(b.obj, dict)
+        ):
+            if set(a.obj) != set(b.obj):
+                keys = [", ".join(map(repr, d.obj)) or "none" for d in (a, b)]  # type: ignore[union-attr]
+                return self.error(
+                    node,
+                    f"the two branches give dicts of different keys ({keys[0]}; "
+                    f"{keys[1]})",
+                    "give the dict the same keys on both paths (a default value "
+                    "where a branch has none)",
+                )
+            return Static(
+                {k: self.merge(node, cond, a.obj[k], b.obj[k]) for k in a.obj}
+            )
         if isinstance(a, Undefined):
             return a
         if isinstance(b, Undefined):
@@ -659,10 +694,17 @@ class ExpressionLowering:
         if masks.has_masked(a) or masks.has_masked(b):
             message = masks.refusal("choosing between branches with").message
             return self.error(node, message, masks.HINT)
+        if isinstance(a, tuple) and isinstance(b, tuple):
+            return self.error(
+                node,
+                "the two branches give tuples or lists of different lengths "
+                f"({len(a)} and {len(b)} items)",
+                "give them the same length on both paths (append on each)",
+            )
         return self.error(
             node,
             "the two branches give values of different kinds "
-            "(a number and a tuple, or tuples of different lengths)",
+            f"({_kind_text(a)} and {_kind_text(b)})",
             "make both branches produce the same structure",
         )
 
@@ -785,6 +827,15 @@ class ExpressionLowering:
                 return self.error(
                     node, f"`{kind}` object has no attribute `{node.attr}`"
                 )
+        if isinstance(base, Static) and isinstance(base.obj, np.ufunc):
+            name = f"np.{base.obj.__name__}.{node.attr}"
+            return self.error(
+                node,
+                f"`{name}` (a method of a NumPy ufunc) is not supported",
+                "np.add.at, np.subtract.at, np.cumsum and np.cumprod are; for a "
+                "running maximum or the like, write the loop (`m = np.maximum(m, "
+                "x[i])`)",
+            )
         return self.error(
             node,
             f"attribute `.{node.attr}` is not supported here",

@@ -17,6 +17,7 @@ import numpy as np
 
 from symdiff.frontend import arrays as AR
 from symdiff.frontend.values import Static, Value
+from symdiff.frontend.views import AMBIGUOUS
 from symdiff.ir import arrays as A
 from symdiff.ir import build as B
 from symdiff.ir import shapes as S
@@ -39,6 +40,8 @@ class InPlaceLowering:
     error: Any
     wrote_in_place: Any
     _static_object: Any
+    view_chain: Any
+    _stmt_Assign: Any
 
     def inplace_call(self, stmt: ast.Expr, call: ast.Call) -> bool:
         """Lower ``call`` if it is an in-place NumPy call (else False)."""
@@ -51,6 +54,20 @@ class InPlaceLowering:
             and self.frame.env[func.value.id].shape  # type: ignore[union-attr]
         ):
             return self._method(stmt, call, func.value.id, func.attr)
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "fill"
+            and isinstance(func.value, ast.Subscript)
+            and len(call.args) == 1
+            and not call.keywords
+            and self.view_chain(func.value) not in (None, AMBIGUOUS)
+        ):
+            # Y[1].fill(v): the view filled, which is `Y[1] = v`
+            assign = ast.copy_location(
+                ast.Assign(targets=[func.value], value=call.args[0]), stmt
+            )
+            self._stmt_Assign(ast.fix_missing_locations(assign))
+            return True
         obj = self._static_object(func)
         if obj is None:
             return False

@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import inspect
 import logging
+import os
 import types
 import warnings
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from symdiff.frontend import masks
 from symdiff.frontend.expressions import _OP_SYMBOLS, BINOPS, python_value
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.values import (
+    _LIBRARY_DIRS,
     LIST_ARRAYS,
     LocalFunction,
     Masked,
@@ -744,6 +746,8 @@ class StatementLowering:
         ):
             return False
         filename, line = self.frame.source.filename, stmt.lineno
+        if os.path.realpath(filename).startswith(_LIBRARY_DIRS):
+            return True  # a library's own (its function is refused, or inlined)
         message = (
             f"`{ast.unparse(call.func)}(...)` is skipped in the kernel of "
             f"`{self.frame.source.name}`, which has no side effects; call the "
@@ -818,7 +822,7 @@ class StatementLowering:
         if not isinstance(func, ast.Name):
             return False
         value = self.frame.env.get(func.id)
-        if isinstance(value, LocalFunction):
+        if isinstance(value, Static) and isinstance(value.obj, LocalFunction):
             return True
         if value is not None or func.id in self.frame.local_names:
             return False
@@ -868,15 +872,8 @@ class StatementLowering:
                 )
                 frame.env[name] = self.poison
                 return True
-        if any(name in env for env in frame.branches):
-            self.error(
-                stmt,
-                f"appending to `{name}` under a condition known only at run time "
-                "gives a list of unknown length",
-                "append on every path (`v if cond else 0.0`), or " + LIST_HINT,
-            )
-            frame.env[name] = self.poison
-            return True
+        # (under a run-time condition: the branches must end with lists of one
+        # length, which the `if` checks where they join)
         if len(call.args) != 1 or call.keywords:
             self.error(
                 stmt,
