@@ -224,8 +224,15 @@ def _has_dict(tree: Any) -> bool:
 
 
 def _is_container(value: Any) -> bool:
-    """A tuple, list, dict or namedtuple argument (a pytree, as JAX has them)."""
-    return type(value) in _CONTAINERS or is_namedtuple(value)
+    """A tuple, list, dict or namedtuple argument (a pytree, as JAX has them).
+    A namedtuple holding anything but numbers and arrays (a string: a config,
+    ``Cfg(scale=2.0, mode="sq")``) is a static object, as before namedtuples
+    were pytrees."""
+    if type(value) in _CONTAINERS:
+        return True
+    return is_namedtuple(value) and all(
+        _dtype_of(leaf) is not None or _is_container(leaf) for leaf in value
+    )
 
 
 def _items(value: Any) -> list[tuple[Any, Any]]:

@@ -46,7 +46,7 @@ from symdiff.backend.jit import njit, synthetic_filename
 from symdiff.compiled import OMITTED, Compiled, io_dtypes, reject_symdiff_function
 from symdiff.custom import is_module_global
 from symdiff.errors import ArgumentError
-from symdiff.frontend.values import STATIC, static_kind
+from symdiff.frontend.values import STATIC, Bound, is_namedtuple, static_kind
 from symdiff.kernel import Kernel
 from symdiff.opt.schedule import RESERVED
 from symdiff.transforms import leaves, rebuild
@@ -439,8 +439,9 @@ class Vectorized:
             return plan
         static = tuple(_is_static(k) for k in kinds)
         samples = tuple(
-            a if s else _SAMPLES[k] for a, k, s in zip(args, kinds, static, strict=True)
-        )
+            (Bound(a) if is_namedtuple(a) else a) if s else _SAMPLES[k]
+            for a, k, s in zip(args, kinds, static, strict=True)
+        )  # (a namedtuple batched by no loop: the kernel's constant, not a pytree)
         dtypes, _ = self._compiled._dtypes(samples)
         kernel = self._compiled._kernel(dtypes)
         loop = _loop(kernel, self._target, self._params, scalar, static)
@@ -668,12 +669,23 @@ def _device_out(
             f"device array out= of `{fname}` has dtype {view.dtype}; the result is "
             f"{np.dtype(dtype)} (device arrays are written in place, not cast)"
         )
+    if view.size > 1 and not view.is_c_contiguous():
+        raise ArgumentError(
+            f"device array out= of `{fname}` is not C-contiguous; give a "
+            "contiguous array (the kernel writes it in place)"
+        )
     flat = flat_device_array("out", view)
     start, stop = _device_span(flat)
     for a in inputs:
         a_start, a_stop = _device_span(a)
         overlap = start < a_stop and a_start < stop
-        if overlap and (a_start, a_stop, a.dtype) != (start, stop, flat.dtype):
+        same = (a_start, a_stop, a.dtype, a.shape) == (
+            start,
+            stop,
+            flat.dtype,
+            flat.shape,
+        ) and (a.size <= 1 or a.is_c_contiguous())
+        if overlap and not same:
             raise ArgumentError(
                 f"device array out= of `{fname}` overlaps an argument without "
                 "being the same elements: give a separate array"
@@ -682,12 +694,21 @@ def _device_out(
 
 
 def _device_span(array: Any) -> tuple[int, int]:
-    """The device addresses ``[start, stop)`` of a C-contiguous device array."""
+    """The device addresses ``[start, stop)`` a device array's elements lie in
+    (strided ones too: the span from the lowest to the highest)."""
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:  # the simulator's device arrays hold NumPy arrays
         interface = array.__array_interface__
     start = int(interface["data"][0])
-    return start, start + int(array.size) * np.dtype(array.dtype).itemsize
+    itemsize = np.dtype(array.dtype).itemsize
+    if not array.size:
+        return start, start
+    strides = getattr(array, "strides", None) or ()
+    if len(strides) != len(array.shape):  # C-contiguous
+        return start, start + int(array.size) * itemsize
+    reach = [(int(d) - 1) * int(s) for d, s in zip(array.shape, strides, strict=True)]
+    low = start + sum(r for r in reach if r < 0)
+    return low, start + sum(r for r in reach if r > 0) + itemsize
 
 
 def _copy_back(given: list[Any], outs: list[Any], shape: tuple[int, ...]) -> None:

@@ -387,12 +387,14 @@ def test_branches_of_different_shapes_are_reported_at_the_if():
     """Both branches run (if-conversion), so their arrays must have one shape; a
     number in one and an array in the other was stretched to the array (the sum
     of `ww` then counted the length: silently wrong), `x[1:]` against `x` failed
-    when called.  Both are refused while tracing, at the `if`."""
+    when called.  Both are refused while tracing: where the variable is read
+    after an `if` statement (once), at a conditional expression itself."""
     with pytest.raises(symdiff.TranslationError) as info:
         symdiff.jit(shapes_differ_by_branch, target="python")(np.ones(3), 1.0)
     text = str(info.value)
-    assert f"{HERE}:{line_of(shapes_differ_by_branch)}:5:" in text
-    assert "if y > 0:" in text
+    line = line_of(shapes_differ_by_branch)
+    assert f"{HERE}:{line + 4}:19: `z` is read after the `if` at line {line}" in (text)
+    assert "1 problem found" in text
     assert "different shapes (an array of shape (x.shape[0] - 1,) and an array of" in (
         text
     )

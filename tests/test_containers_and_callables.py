@@ -285,3 +285,94 @@ def test_async_def_is_named():
     text = str(info.value)
     assert "is an `async def` function" in text
     assert "test_containers_and_callables.py:" in text
+
+
+# -- found in review -------------------------------------------------------------------
+def partial_in_a_loop(x, a, n):
+    g = functools.partial(base, a=a * 2)
+    s = 0.0
+    for i in range(n):
+        s = s + g(x[i])
+    return s
+
+
+RELU = functools.partial(np.maximum, 0.0)
+
+
+def partial_of_numpy(x):
+    return np.sum(RELU(x)) + functools.partial(math.pow, 2.0)(x[0])
+
+
+def partial_of_local_function(x, a):
+    def inner(v, k):
+        return v * k
+
+    return functools.partial(inner, k=a)(x)
+
+
+def test_partials_in_loops_of_numpy_functions_and_of_local_functions():
+    X = np.array([0.5, 1.0, 1.5])
+    assert symdiff.jit(partial_in_a_loop)(X, 2.0, 3) == pytest.approx(
+        partial_in_a_loop(X, 2.0, 3)
+    )
+    assert symdiff.grad(partial_in_a_loop, argnums=1)(X, 2.0, 3) == pytest.approx(
+        2 * np.sum(np.sin(X))  # once 0.0: the bound `a` was not captured
+    )
+    x = np.array([-1.0, 0.5, 2.0])
+    assert symdiff.jit(partial_of_numpy)(x) == pytest.approx(partial_of_numpy(x))
+    assert symdiff.grad(partial_of_local_function, argnums=1)(1.5, 2.0) == 1.5
+
+
+class Config(NamedTuple):
+    scale: float
+    mode: str = "sq"
+
+
+def configured(c, x):
+    return c.scale * x * x if c.mode == "sq" else c.scale * x
+
+
+def test_a_namedtuple_with_a_string_is_a_static_config():
+    assert symdiff.jit(configured)(Config(2.0), 3.0) == 18.0
+    assert symdiff.grad(configured, argnums=1)(Config(2.0, "lin"), 3.0) == 2.0
+    np.testing.assert_array_equal(
+        symdiff.vectorize(symdiff.jit(configured))(Config(2.0), np.arange(3.0)),
+        [0.0, 2.0, 8.0],
+    )
+    # a namedtuple of numbers given to vectorize is a constant of its kernel too
+    np.testing.assert_array_equal(
+        symdiff.vectorize(symdiff.jit(with_default))(np.arange(3.0)), [0.0, 0.1, 0.2]
+    )
+
+
+def list_items_swapped(x, y):
+    s = [x, 10.0 * x]
+    s[0] = s[0] * y
+    s[0], s[1] = s[1], s[0]  # a Python list's items: a swap
+    return s[0] - 3.0 * s[1]
+
+
+def test_a_lists_items_are_not_views():
+    assert symdiff.jit(list_items_swapped)(1.0, 2.0) == list_items_swapped(1.0, 2.0)
+
+
+def overwritten_after_the_if(x, c):
+    y = 0.0
+    if c > 0:
+        y = x
+    y = np.ones(3)  # the shapes after the `if` differ, but no one reads them
+    return np.sum(y * x)
+
+
+def dict_with_a_mode(x, n):
+    d = {"a": x, "mode": "sq"}
+    for _ in range(n):
+        if d["mode"] == "sq":
+            d["a"] = d["a"] * d["a"]
+    return d["a"]
+
+
+def test_unread_branch_shapes_and_dicts_holding_strings():
+    x = np.arange(3.0)
+    assert symdiff.jit(overwritten_after_the_if)(x, 1.0) == 3.0
+    assert symdiff.grad(dict_with_a_mode)(1.1, 3) == pytest.approx(8 * 1.1**7)

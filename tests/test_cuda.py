@@ -458,3 +458,13 @@ def test_device_arrays_stay_on_the_device():
         gx.copy_to_host(),
         symdiff.vectorize(symdiff.grad(smooth))(u.copy_to_host(), 1.0),
     )
+
+
+def test_out_device_arrays_strided_or_overlapping_a_strided_argument():
+    vec = symdiff.vectorize(symdiff.grad(smooth), target="cuda")
+    n = 64
+    big = cuda.to_device(np.linspace(0.5, 2.0, 2 * n + 2))
+    with pytest.raises(symdiff.ArgumentError, match="overlaps an argument"):
+        vec(big[0 : 2 * n : 2], 0.5, out=big[n + 1 : 2 * n + 1])
+    with pytest.raises(symdiff.ArgumentError, match="is not C-contiguous"):
+        vec(cuda.to_device(POS[:32]), 0.5, out=big[0:64:2])

@@ -171,3 +171,21 @@ def test_an_index_kept_in_bounds_by_its_if(fn, i):
 def test_an_index_out_of_bounds_where_it_is_read_still_fails():
     with pytest.raises(SymdiffError, match="index i is out of bounds for axis 0"):
         symdiff.jit(wrong_guard)(np.array([1.0, 2.0, 3.0]), 5)
+
+
+def transposed_row_flattened(A):
+    B = A.copy()
+    r = B.T.ravel()  # (1, m).T is contiguous: a view, as NumPy makes it
+    r[0] = 100.0
+    return np.sum(B * A)
+
+
+def test_flattening_a_transpose_of_one_row_is_a_view():
+    A = np.arange(1.0, 5.0).reshape(1, 4)
+    assert symdiff.jit(transposed_row_flattened)(A) == transposed_row_flattened(A)
+
+
+def test_an_index_into_an_empty_array_under_a_guard_is_refused():
+    # the branch not taken is computed too: it would read an empty array
+    with pytest.raises(SymdiffError, match="the array is empty"):
+        symdiff.jit(pick)(np.zeros(0), 0)

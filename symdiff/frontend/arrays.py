@@ -2470,6 +2470,13 @@ def _position(item: Node, n: Length, axis: int) -> Length:
         # (both branches are computed; the one not taken reads some element)
         S.require_less(-1, S.add(n, i), what, conditional=True)
         S.require_less(i, n, what, conditional=True)
+        # ... but an empty array has no element to read: checked on every path
+        S.require_less(
+            0,
+            n,
+            f"{what}: the array is empty, and a branch that is not taken is "
+            "computed too (both branches are), which would read it",
+        )
         return S.mod(i, n)
     S.require_less(-1, i, what)
     S.require_less(i, n, what)

@@ -29,6 +29,7 @@ from symdiff.frontend import more_numpy as MN
 from symdiff.frontend.arrays import BoundMethod, SliceValue, Unsupported
 from symdiff.frontend.callables import bitwise, invert, lookup
 from symdiff.frontend.values import (
+    Conflict,
     LocalFunction,
     Masked,
     Maybe,
@@ -136,6 +137,8 @@ def python_value(obj: Any) -> Value:
         return constant(int(obj))
     if isinstance(obj, (float, np.floating)):
         return constant(float(obj))
+    if is_namedtuple(obj):  # its fields, by name too
+        return type(obj)(*(global_value(o) for o in obj))  # type: ignore[no-any-return]
     if isinstance(obj, tuple):
         return tuple(python_value(o) for o in obj)
     return Static(obj)
@@ -256,9 +259,24 @@ class _Arm:
     cond: Node | None
 
 
-class _TracedPartial(functools.partial):  # type: ignore[type-arg]
-    """``functools.partial(f, ...)`` called in the function: the values it binds
-    are the function's (nodes), not Python objects."""
+@dataclass(frozen=True, eq=False)
+class TracedPartial:
+    """``functools.partial(f, ...)`` called in the function: the function (a
+    helper, a local function, a NumPy function) and the values it binds, the
+    function's values (nodes), not Python objects."""
+
+    func: object
+    args: tuple[Value, ...]
+    keywords: dict[str, Value]
+
+    def map_values(self, fn: Callable[[Value], Value]) -> TracedPartial:
+        """The partial with ``fn`` applied to the values it binds (a loop body
+        captures them)."""
+        return TracedPartial(
+            self.func,
+            tuple(fn(a) for a in self.args),
+            {k: fn(v) for k, v in self.keywords.items()},
+        )
 
 
 def _python_object(value: Value) -> object:
@@ -634,8 +652,20 @@ class ExpressionLowering:
             "only numbers (and tuples of numbers) can be differentiated",
         )
 
-    def merge(self, node: ast.AST, cond: Node, a: Value, b: Value) -> Value:
-        """``a if cond else b`` for any values: element-wise for tuples."""
+    def merge(
+        self,
+        node: ast.AST,
+        cond: Node,
+        a: Value,
+        b: Value,
+        variable: str | None = "",
+    ) -> Value:
+        """``a if cond else b`` for any values: element-wise for tuples.
+        Arrays of provably different shapes (a number and an array) are an
+        error for ``a if c else b`` (``variable`` None); after an ``if``
+        statement, where ``variable`` names it, an error only if it is read (a
+        :class:`Conflict`); elsewhere ("": a loop's state, which the loop
+        widens, a variable the lowering made) the smaller is stretched."""
         if cond.op == "const":
             return a if cond.value else b
         if (
@@ -654,11 +684,12 @@ class ExpressionLowering:
             return Maybe(B.select(cond, na, nb), B.select(cond, va, vb))
         if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
             return tuple(
-                self.merge(node, cond, x, y) for x, y in zip(a, b, strict=True)
+                self.merge(node, cond, x, y, variable)
+                for x, y in zip(a, b, strict=True)
             )
         if isinstance(a, Node) and isinstance(b, Node):
-            if _other_shapes(a.shape, b.shape):
-                return self._shapes_differ(node, a, b)
+            if variable != "" and _other_shapes(a.shape, b.shape):
+                return self._shapes_differ(node, a, b, variable)
             # shapes that must agree are checked at the `if` (or its expression)
             outer, self.current = self.current, node
             try:
@@ -683,7 +714,7 @@ class ExpressionLowering:
                     "where a branch has none)",
                 )
             return Static(
-                {k: self.merge(node, cond, a.obj[k], b.obj[k]) for k in a.obj}
+                {k: self.merge(node, cond, a.obj[k], b.obj[k], variable) for k in a.obj}
             )
         if isinstance(a, Undefined):
             return a
@@ -708,7 +739,9 @@ class ExpressionLowering:
             "make both branches produce the same structure",
         )
 
-    def _shapes_differ(self, node: ast.AST, a: Node, b: Node) -> Value:
+    def _shapes_differ(
+        self, node: ast.AST, a: Node, b: Node, variable: str | None = None
+    ) -> Value:
         """Branches that give one variable different shapes: which one the
         function holds after them is known only when it runs, and a kernel's
         arrays have one shape (stretching one branch's to the other's would
@@ -721,6 +754,20 @@ class ExpressionLowering:
                 else "a number"
             )
 
+        message = (
+            f"the two branches give values of different shapes ({shape(a)} and "
+            f"{shape(b)}), and which one is taken is known only when the function "
+            "runs"
+        )
+        hint = (
+            "give both branches the same shape (for a number: `np.full(w.shape, "
+            "1.0)`, `np.ones_like(w)`), or finish each case in its own branch "
+            "(`if c: return np.sum(x[:1] ** 2)`)"
+        )
+        if variable:  # an error where it is read, if it is
+            line = getattr(node, "lineno", 0)
+            where = f"`{variable}` is read after the `if` at line {line}, where "
+            return Conflict(variable, line, where + message, hint)
         return self.error(
             node,
             f"the two branches give values of different shapes ({shape(a)} and "
@@ -747,6 +794,9 @@ class ExpressionLowering:
         frame = self.frame
         if node.id in frame.env:
             value = frame.env[node.id]
+            if isinstance(value, Conflict):
+                frame.env[node.id] = self.poison  # reported once
+                return self.error(node, value.message, value.hint)
             if isinstance(value, Undefined):
                 return self.scalar(node, value)
             return value
@@ -1145,7 +1195,7 @@ class ExpressionLowering:
         cond = self.condition(node.test, values[0])
         if cond is self.poison:
             return cond
-        return self.merge(node, cond, values[1], values[2])
+        return self.merge(node, cond, values[1], values[2], None)
 
     def _expr_Tuple(self, node: ast.Tuple, values: list[Value], test: bool) -> Value:
         return tuple(values)
@@ -1390,13 +1440,20 @@ class ExpressionLowering:
         obj = getattr(callee.obj, "__symdiff_function__", callee.obj)
         if obj is functools.partial and args and isinstance(args[0], Static):
             # g = partial(f, a=x) in the function: the values it binds, traced
-            return Static(_TracedPartial(args[0].obj, *args[1:], **kwargs))
-        while isinstance(obj, functools.partial):
+            return Static(TracedPartial(args[0].obj, tuple(args[1:]), kwargs))
+        given = (args, kwargs)  # as written at the call (checked for escapes)
+        while isinstance(obj, (functools.partial, TracedPartial)):
             # a partial: its function, with the arguments it binds (a module-level
             # one's, `PF = partial(f, a=2.0)`, as the constants they are)
-            value = (lambda v: v) if isinstance(obj, _TracedPartial) else global_value
-            args = [*(value(a) for a in obj.args), *args]
-            kwargs = {**{k: value(v) for k, v in obj.keywords.items()}, **kwargs}
+            traced = isinstance(obj, TracedPartial)
+            bound = obj.args if traced else [global_value(a) for a in obj.args]
+            keywords = (
+                obj.keywords
+                if traced
+                else {k: global_value(v) for k, v in obj.keywords.items()}
+            )
+            args = [*bound, *args]
+            kwargs = {**keywords, **kwargs}
             obj = obj.func
         if isinstance(obj, LocalFunction):
             return self.inline_local(node, obj, args, kwargs)
@@ -1409,7 +1466,7 @@ class ExpressionLowering:
             # only the user's own helpers may take a local function (and call it)
             for arg, value in zip(
                 [*node.args, *(k.value for k in node.keywords)],
-                [*args, *kwargs.values()],
+                [*given[0], *given[1].values()],
                 strict=True,
             ):
                 if self.escaping(arg, value, f"passed to `{name}`"):
@@ -1512,9 +1569,11 @@ class ExpressionLowering:
                         f"float() cannot convert {text!r} to a number",
                         'write a number\'s text: float("inf"), float("1e-8")',
                     )
+            # (a partial's bound arguments have no place in the call's text)
+            places = node.args if len(node.args) == len(args) else [node] * len(args)
             nodes = [
                 self.scalar(a, v, f"argument {i + 1} of `{name}`")
-                for i, (a, v) in enumerate(zip(node.args, args, strict=True))
+                for i, (a, v) in enumerate(zip(places, args, strict=True))
             ]
             if obj in (
                 builtins.float,
@@ -1560,7 +1619,7 @@ class ExpressionLowering:
                 made = obj(*args, **kwargs)
             except TypeError as exc:
                 return self.error(node, f"bad call of `{name}`: {exc}")
-            return obj(*(python_value(v) if _is_python(v) else v for v in made))  # type: ignore[no-any-return]
+            return obj(*(global_value(v) if _is_python(v) else v for v in made))  # type: ignore[no-any-return]
         call = next(
             (vars(c)["__call__"] for c in type(obj).__mro__ if "__call__" in vars(c)),
             None,

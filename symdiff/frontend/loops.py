@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from symdiff.frontend import arrays as AR
 from symdiff.frontend import bounds
-from symdiff.frontend.expressions import _as_maybe, _optional
+from symdiff.frontend.expressions import TracedPartial, _as_maybe, _optional
 from symdiff.frontend.masks import HINT, has_masked, refusal
 from symdiff.frontend.statements import _local_names_of
 from symdiff.frontend.values import (
@@ -183,10 +183,18 @@ def _leaves(value: Value) -> list[Node] | None:
         elif isinstance(v, Maybe):  # a variable None on some paths: flag, value
             out.extend((v.none, v.value))
         elif _is_dict(v):
-            stack.extend(reversed(list(v.obj.values())))  # type: ignore[union-attr]
+            # (a string or another Python object in it stays what it is)
+            items = [x for x in v.obj.values() if not _is_constant(x)]  # type: ignore[union-attr]
+            stack.extend(reversed(items))
         else:
             return None
     return out
+
+
+def _is_constant(value: Value) -> bool:
+    """A Python object held in a dict (``{"mode": "sq"}``), not a value of the
+    function: it is not part of a loop's state, and must stay the same."""
+    return isinstance(value, Static) and not _is_dict(value)
 
 
 def _aligned(value: Value, like: Value) -> Value | None:
@@ -198,7 +206,13 @@ def _aligned(value: Value, like: Value) -> Value | None:
             return None
         items = {}
         for k in keys:
-            v = _aligned(value.obj[k], like.obj[k])  # type: ignore[union-attr]
+            start, now = like.obj[k], value.obj[k]  # type: ignore[union-attr]
+            if _is_constant(start):
+                if not (_is_constant(now) and now.obj == start.obj):  # type: ignore[union-attr]
+                    return None  # a Python object changed by the loop
+                items[k] = start
+                continue
+            v = _aligned(now, start)
             if v is None:
                 return None
             items[k] = v
@@ -226,7 +240,9 @@ def _rebuild(shape_of: Value, leaves: list[Node]) -> Value:
         if isinstance(v, Maybe):
             return Maybe(next(it), next(it))
         if _is_dict(v):
-            return Static({k: build(x) for k, x in v.obj.items()})  # type: ignore[union-attr]
+            return Static(
+                {k: x if _is_constant(x) else build(x) for k, x in v.obj.items()}  # type: ignore[union-attr]
+            )
         return next(it)
 
     # tuples nest as deep as the user wrote them: shallow recursion
@@ -988,6 +1004,8 @@ class LoopLowering:
                 return Masked(capture(value.data, name), capture(value.mask))
             if isinstance(value, Static) and isinstance(value.obj, View):
                 return Static(value.obj.map_nodes(capture))  # its index's nodes
+            if isinstance(value, Static) and isinstance(value.obj, TracedPartial):
+                return Static(value.obj.map_values(lambda v: capture(v, name)))
             if _is_dict(value):  # p["w"] read in the body: each value captured
                 return Static({k: capture(v, name) for k, v in value.obj.items()})  # type: ignore[union-attr]
             name = (
@@ -1076,6 +1094,20 @@ class LoopLowering:
             aligned = _aligned(value, start)
             leaves = None if aligned is None else _leaves(aligned)
             expected = len(_leaves(start) or [])
+            if (
+                _is_dict(start)
+                and _is_dict(value)
+                and aligned is None
+                and set(start.obj) == set(value.obj)  # type: ignore[union-attr]
+            ):
+                self.error(
+                    stmt,
+                    f"a string or another Python value in dict `{name}` changes "
+                    "inside the loop (the kernel is specialised to it)",
+                    "keep such values the same through the loop, or pass them as "
+                    "separate static arguments",
+                )
+                return None
             if _is_dict(start) and _is_dict(value) and aligned is None:
                 before, after = (
                     ", ".join(map(repr, d.obj))  # type: ignore[union-attr]

@@ -31,6 +31,10 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.While)
 
 
+#: The variables the rewrite made, per id of the function's tree.
+GENERATED: dict[int, set[str]] = {}
+
+
 def rewrite_loop_returns(tree: ast.FunctionDef) -> ast.FunctionDef:
     """``tree`` (freshly parsed) with every ``return`` inside a loop rewritten in
     place; a loop with a bare ``return`` among its returns is left for the
@@ -97,6 +101,9 @@ def _rewrite(
     flag = _fresh("returned", taken)
     ours: set[int] = set()  # the breaks that stand for returns
     results = [_fresh("result", taken) for _ in range(width or 1)]
+    # (the result starts as 0, read only once a return set it: its branches may
+    # differ in shape, GENERATED tells the lowering)
+    GENERATED.setdefault(id(root), set()).update((flag, *results))
     for ret in returns:
         value = ret.value
         assert value is not None

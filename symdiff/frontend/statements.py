@@ -26,6 +26,7 @@ from symdiff.frontend import arrays as AR
 from symdiff.frontend import masks
 from symdiff.frontend.expressions import _OP_SYMBOLS, BINOPS, python_value
 from symdiff.frontend.masks import HINT, has_masked, refusal
+from symdiff.frontend.returns import GENERATED
 from symdiff.frontend.values import (
     _LIBRARY_DIRS,
     LIST_ARRAYS,
@@ -376,6 +377,8 @@ class StatementLowering:
             if (view := self.view_chain(e)) is not None
             and view is not AMBIGUOUS
             and view.base in written[:k]
+            # (a Python list's items are its own objects, not views)
+            and self.frame.env.get(view.base) not in LIST_ARRAYS
         ]
         if not late:
             return False
@@ -1037,7 +1040,8 @@ class StatementLowering:
                 continue
             a = env_then.get(name, Undefined(name, stmt.lineno))
             b = env_else.get(name, Undefined(name, stmt.lineno))
-            merged = a if a is b else self.merge(stmt, cond, a, b)
+            made = name in GENERATED.get(id(frame.source.tree), ())
+            merged = a if a is b else self.merge(stmt, cond, a, b, "" if made else name)
             if isinstance(merged, Node) and merged.op == "select":
                 self.hints.setdefault(merged, name)  # `q` after the `if`, too
             frame.env[name] = merged

@@ -32,6 +32,15 @@ class Undefined:
     line: int
 
 
+@dataclass(frozen=True)
+class Conflict(Undefined):
+    """A variable whose shape after an ``if`` depends on the branch taken (a
+    number in one, an array in the other): an error where it is read."""
+
+    message: str = ""
+    hint: str = ""
+
+
 @dataclass(eq=False)
 class LocalFunction:
     """A ``def`` or ``lambda`` inside the function being lowered, inlined at each

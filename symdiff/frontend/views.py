@@ -509,9 +509,10 @@ def _keeps_contiguous(kind: str, data: Any, shape: tuple[Any, ...]) -> bool:
     block (single elements of the leading axes, then a slice of step 1, then
     whole axes; axes of length 1 aside)."""
     if kind == "transpose":
+        # contiguous while the axes longer than 1 keep their order
         perm = data if data is not None else tuple(reversed(range(len(shape))))
-        moved = [a for k, a in enumerate(perm) if a != k]
-        return all(shape[a] == 1 for a in moved)
+        long = [a for a in perm if shape[a] != 1]
+        return long == sorted(long)
     if kind != "index":
         return True
     items = list(data) if isinstance(data, tuple) else [data]
