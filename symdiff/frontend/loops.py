@@ -21,7 +21,7 @@ count; its ``else`` block runs under a state variable that each ``break`` sets.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -120,49 +120,42 @@ def _row_target(stmt: ast.For) -> list[tuple[str, ast.expr]]:
     return []
 
 
-def _rebound_in(body: list[ast.stmt]) -> set[str]:
-    """The names ``body`` binds to new values (not in-place writes: ``x += v``
-    and ``x[i] = v`` keep the array)."""
-    names: set[str] = set()
+def _target_leaves(body: list[ast.stmt], kinds: tuple[type, ...]) -> Iterator[ast.expr]:
+    """The targets the statements of ``kinds`` in ``body`` assign, with tuples,
+    lists and starred targets taken apart."""
     for stmt in body:
         for node in ast.walk(stmt):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = list(node.targets)
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
-                targets = [node.target]
-            elif isinstance(node, ast.For):
-                targets = [node.target]
-            elif isinstance(node, ast.Delete):
-                targets = list(node.targets)
-            while targets:
-                t = targets.pop()
-                if isinstance(t, ast.Name):
-                    names.add(t.id)
-                elif isinstance(t, (ast.Tuple, ast.List)):
-                    targets.extend(t.elts)
-                elif isinstance(t, ast.Starred):
-                    targets.append(t.value)
-    return names
-
-
-def _subscript_written(body: list[ast.stmt]) -> set[str]:
-    """The names ``body`` writes an item of (``s[0] = v``, ``s[k] += v``)."""
-    names: set[str] = set()
-    for stmt in body:
-        for node in ast.walk(stmt):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = list(node.targets)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets = [node.target]
+            if not isinstance(node, kinds):
+                continue
+            targets: list[ast.expr] = (
+                list(node.targets)
+                if isinstance(node, (ast.Assign, ast.Delete))
+                else [node.target]  # type: ignore[attr-defined]
+            )
             while targets:
                 t = targets.pop()
                 if isinstance(t, (ast.Tuple, ast.List)):
                     targets.extend(t.elts)
-                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                    names.add(t.value.id)
-    return names
+                elif isinstance(t, ast.Starred):
+                    targets.append(t.value)
+                else:
+                    yield t
+
+
+def _rebound_in(body: list[ast.stmt]) -> set[str]:
+    """The names ``body`` binds to new values (not in-place writes: ``x += v``
+    and ``x[i] = v`` keep the array)."""
+    kinds = (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.Delete)
+    return {t.id for t in _target_leaves(body, kinds) if isinstance(t, ast.Name)}
+
+
+def _subscript_written(body: list[ast.stmt]) -> set[str]:
+    """The names ``body`` writes an item of (``s[0] = v``, ``s[k] += v``)."""
+    return {
+        t.value.id
+        for t in _target_leaves(body, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+    }
 
 
 def _is_dict(value: Value) -> bool:
