@@ -205,3 +205,20 @@ def test_messages():
         warnings.simplefilter("error")  # no warning from inside SciPy's source
         with pytest.raises(SymdiffError, match="cannot differentiate library"):
             symdiff.grad(integral)(1.0)
+
+
+def late_bound(x):
+    fs = [lambda t: t * k for k in range(3)]
+    return fs[0](x)
+
+
+def bound_early(x):
+    fs = [lambda t, k=k: t * k for k in range(3)]
+    return fs[1](x) + fs[2](x)
+
+
+def test_a_comprehension_variable_read_by_a_function_it_made():
+    with pytest.raises(SymdiffError, match="late binding") as info:
+        symdiff.grad(late_bound)(1.5)
+    assert "`lambda t, k=k: ...`" in str(info.value)
+    assert symdiff.grad(bound_early)(1.5) == 3.0

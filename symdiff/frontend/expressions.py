@@ -822,11 +822,39 @@ class ExpressionLowering:
             return global_value(fn.__globals__[node.id])
         if hasattr(builtins, node.id):
             return Static(getattr(builtins, node.id))
+        if self._comprehension_variable(node):
+            return self.error(
+                node,
+                f"`{node.id}` is a variable of the comprehension that made this "
+                "function, which reads it only when called, after the comprehension "
+                "(Python's late binding: the last value for every such function)",
+                f"bind it when the function is made, as a default: `lambda t, "
+                f"{node.id}={node.id}: ...`",
+            )
         return self.error(
             node,
             f"name `{node.id}` is not defined",
             "define it at module level, or pass it as an argument",
         )
+
+    def _comprehension_variable(self, node: ast.Name) -> bool:
+        """Whether ``node`` reads a target of a comprehension that ``node`` is in
+        (a local function made there, called after it)."""
+        for frame in self.frames:
+            for comp in ast.walk(frame.source.tree):
+                if not isinstance(
+                    comp, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+                ):
+                    continue
+                targets = {
+                    n.id
+                    for g in comp.generators
+                    for n in ast.walk(g.target)
+                    if isinstance(n, ast.Name)
+                }
+                if node.id in targets and any(n is node for n in ast.walk(comp)):
+                    return True
+        return False
 
     def _expr_Attribute(
         self, node: ast.Attribute, values: list[Value], test: bool
