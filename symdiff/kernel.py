@@ -20,7 +20,7 @@ from symdiff.backend.jit import compile_kernel, load_source, python_kernel
 from symdiff.backend.loops import ArrayKernel, has_arrays
 from symdiff.backend.printer import Printer
 from symdiff.backend.warm import WarmStart
-from symdiff.frontend.lower import Traced, trace
+from symdiff.frontend.lower import Traced, deep_nesting, trace
 from symdiff.frontend.values import STATIC, static_value
 from symdiff.ir.listing import listing
 from symdiff.ir.loops import merge_extensions
@@ -125,6 +125,18 @@ def build_kernel(
     ``device``: for the CUDA target, where an array program is printed as a host
     function launching CUDA kernels (:mod:`symdiff.backend.cuda_program`); a
     function of numbers stays one scalar kernel (run per CUDA thread)."""
+    with deep_nesting():
+        return _build_kernel(fun, spec, dtypes, jit, parallel, device)
+
+
+def _build_kernel(
+    fun: types.FunctionType,
+    spec: Spec,
+    dtypes: tuple[str, ...],
+    jit: bool,
+    parallel: bool,
+    device: bool,
+) -> Kernel:
     t0 = time.perf_counter()
     tracer = getattr(fun, "__symdiff_trace__", None)
     traced = tracer(dtypes) if tracer is not None else trace(fun, dtypes)

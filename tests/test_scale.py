@@ -61,7 +61,7 @@ def test_twenty_thousand_statements(tmp_path, capsys):
         )
 
 
-def test_long_expression_is_lowered_iteratively(tmp_path):
+def test_long_expression_is_lowered_iteratively(tmp_path, monkeypatch):
     # As long as CPython's own compiler accepts (it recurses on the AST).
     terms = " + ".join(f"{k}.0 * x" for k in range(1, 801))
     path = tmp_path / "longexpr.py"
@@ -72,8 +72,34 @@ def test_long_expression_is_lowered_iteratively(tmp_path):
     g = symdiff.grad(module.f, target="python")
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(300)  # the lowering itself must not recurse
+    # (nor take the room kept for nested statements and helpers)
+    monkeypatch.setattr("symdiff.frontend.lower._NESTING_FRAMES", 300)
     try:
         assert g.source
     finally:
         sys.setrecursionlimit(limit)
     assert g(1.0) == pytest.approx(sum(range(1, 801)))
+
+
+def _write_helper_chain(tmp_path, depth):
+    lines = ["import math", "", "", "def h0(x):", "    return math.sin(x)"]
+    for k in range(1, depth):
+        lines += ["", "", f"def h{k}(x):", f"    return h{k - 1}(x) * 0.5 + x"]
+    path = tmp_path / f"helpers_{depth}.py"
+    path.write_text("\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location(f"helpers_{depth}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, f"h{depth - 1}")
+
+
+def test_helpers_calling_helpers_300_deep(tmp_path):
+    """Inlining follows the calls (a few Python frames each): at the default
+    recursion limit, 120 levels once raised RecursionError."""
+    fn = _write_helper_chain(tmp_path, 300)
+    limit = sys.getrecursionlimit()
+    value, slope = symdiff.value_and_grad(fn, target="python")(0.3)
+    assert sys.getrecursionlimit() == limit  # restored
+    assert value == pytest.approx(fn(0.3), rel=1e-12)
+    h = 1e-6
+    assert slope == pytest.approx((fn(0.3 + h) - fn(0.3 - h)) / (2 * h), rel=1e-6)

@@ -18,13 +18,15 @@ lowered recursively; expressions, which can be arbitrarily long, are not.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import inspect
 import os
 import re
+import sys
 import sysconfig
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1119,9 +1121,33 @@ def trace(fn: types.FunctionType, dtypes: tuple[str, ...]) -> Traced:
     computes with one length; the first trace's assumptions are the checks the
     kernel makes on entry.
     """
-    traced = Lowerer().trace(fn, dtypes)
-    same = equal_axes(traced.checks)
-    if not same:
-        return traced
-    again = Lowerer().trace(fn, dtypes, same)
+    with deep_nesting():
+        traced = Lowerer().trace(fn, dtypes)
+        same = equal_axes(traced.checks)
+        if not same:
+            return traced
+        again = Lowerer().trace(fn, dtypes, same)
     return dataclasses.replace(again, checks=traced.checks)
+
+
+#: Python frames the lowering (and the simplification of nested selects) may
+#: use: it follows the nesting of the user's code (an `elif` chain, helpers
+#: calling helpers) with a few frames per level; graphs are walked without
+#: recursion.
+_NESTING_FRAMES = 20_000
+
+
+@contextlib.contextmanager
+def deep_nesting() -> Iterator[None]:
+    """Room for recursion that follows the nesting of the user's code (the
+    lowering of an `elif` chain of hundreds or helpers 1000 calls deep, the
+    simplification of the selects such a chain makes), restored after.  Calls
+    between Python functions take no C stack (3.11+), so a higher limit is
+    safe; before 3.11 the limit is left as it is."""
+    before = sys.getrecursionlimit()
+    if before < _NESTING_FRAMES and sys.version_info >= (3, 11):
+        sys.setrecursionlimit(_NESTING_FRAMES)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
